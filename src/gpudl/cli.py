@@ -1,0 +1,201 @@
+"""The ``gpudl`` command: thin wrappers over the package.
+
+    gpudl doctor                    what is installed, which device, its peaks; exit 1 with a fix
+    gpudl lab [--port P]            JupyterLab on labs/ with nbgrader's extension
+    gpudl release [LAB]             regenerate labs/ from solutions/
+    gpudl grade LAB SUBMISSIONS --out DIR
+                                    grade a folder of student folders or an LMS zip
+    gpudl run-labs --device cuda --report DIR
+                                    execute every course notebook and lab, grade the solutions,
+                                    and report the units' measurements
+    gpudl bench NAME                print a unit's benchmark (see `gpudl bench --list`)
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# Modules that may offer benchmarks: each defines BENCHMARKS = {name: fn}, where
+# fn(argv: list[str]) -> gpudl.bench.Table parses its own options (at least --quick).
+BENCHMARK_MODULES = ("bench", "gemm", "conv", "lstm", "attention")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def doctor(_args: argparse.Namespace) -> int:
+    problems: list[str] = []
+    print(f"python      {platform.python_version()} ({sys.executable})")
+    required = {
+        "torch": "pip install 'torch>=2.1' (on a CPU-only machine: make setup pins the CPU build)",
+        "numpy": "pip install numpy",
+        "matplotlib": "pip install matplotlib",
+        "nbgrader": "pip install 'nbgrader>=0.9.6,<0.10'",
+        "nbclient": "pip install nbclient",
+        "ipykernel": "pip install ipykernel",
+        "tqdm": "pip install tqdm",
+    }
+    optional = {"triton": "pip install triton (Linux); the Triton exercises need it",
+                "jupyterlab": "pip install 'jupyterlab>=4,<5' (only to open the labs in a browser)"}
+    for dist, fix in {**required, **optional}.items():
+        v = _version(dist)
+        print(f"{dist:<11} {v or 'MISSING'}")
+        if v is None:
+            (problems.append(f"{dist} is missing: {fix}") if dist in required
+             else print(f"            ({fix})"))
+    if shutil.which("alembic") is None:
+        problems.append("alembic is not on PATH (nbgrader needs it to create a gradebook): "
+                        "activate the virtual environment or prepend .venv/bin to PATH")
+    try:
+        from . import hardware
+        dev = hardware.device()
+    except Exception as exc:  # noqa: BLE001 - doctor reports, never crashes
+        problems.append(f"cannot choose a device: {exc}")
+        dev = "?"
+    print(f"device      {dev}")
+    if dev == "cuda":
+        import torch
+
+        from . import hardware
+        spec = hardware.detect()
+        print(f"gpu         {torch.cuda.get_device_name(0)}; torch CUDA {torch.version.cuda}; "
+              f"driver {hardware._nvidia_smi('driver_version') or '?'}")
+        print("            " + spec.summary().replace("\n", "\n            "))
+        print("triton      compiled kernels on the GPU" + ("" if os.environ.get("TRITON_INTERPRET") != "1"
+                                                          else " (TRITON_INTERPRET=1 is set: interpreter!)"))
+    elif dev == "cpu":
+        print(f"cpu         {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
+        print("triton      interpreter on the CPU (TRITON_INTERPRET=1)")
+    try:
+        from .pipeline import repo_root, lab_names
+        root = repo_root()
+        print(f"course      {root}: labs {', '.join(lab_names(root)) or '(none)'}")
+    except FileNotFoundError:
+        print("course      (not inside the course repository)")
+    if problems:
+        print("\nPROBLEMS:")
+        for p in problems:
+            print(f"  - {p}")
+        return 1
+    print("\nall good")
+    return 0
+
+
+def release(args: argparse.Namespace) -> int:
+    from .pipeline import release as do_release
+    for path in do_release(args.lab or None):
+        print(f"released {path}")
+    return 0
+
+
+def grade(args: argparse.Namespace) -> int:
+    from .pipeline import grade as do_grade
+    results = do_grade(args.lab, args.submissions, args.out, secret=args.secret, jobs=args.jobs,
+                       cell_timeout=args.cell_timeout, student_timeout=args.student_timeout,
+                       accept_renamed=args.accept_renamed, feedback=not args.no_feedback)
+    graded = sum(r.graded for r in results)
+    print(f"\n{graded} of {len(results)} graded; grades in {Path(args.out) / 'grades.csv'}, "
+          f"feedback in {Path(args.out) / 'feedback'}, gradebook {Path(args.out) / 'gradebook.db'}")
+    return 0
+
+
+def lab(args: argparse.Namespace) -> int:
+    from .pipeline import repo_root
+    root = repo_root()
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root / 'labs'}"]
+    if args.port:
+        cmd.append(f"--port={args.port}")
+    if args.no_browser:
+        cmd.append("--no-browser")
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.call(cmd, cwd=root, env=env)
+
+
+def run_labs(args: argparse.Namespace) -> int:
+    from .runlabs import run_labs as do_run
+    return do_run(device=args.device, report=Path(args.report), only=args.only, timeout=args.timeout,
+                  benchmarks=not args.no_bench)
+
+
+def _benchmarks() -> dict:
+    found = {}
+    for name in BENCHMARK_MODULES:
+        try:
+            module = importlib.import_module(f"gpudl.{name}")
+        except ImportError:
+            continue
+        found.update(getattr(module, "BENCHMARKS", {}))
+    return found
+
+
+def bench(args: argparse.Namespace) -> int:
+    table = _benchmarks()
+    if args.list or not args.name:
+        for name, fn in sorted(table.items()):
+            print(f"{name:<16} {(fn.__doc__ or '').strip().splitlines()[0] if fn.__doc__ else ''}")
+        return 0
+    if args.name not in table:
+        print(f"unknown benchmark {args.name!r}; known: {', '.join(sorted(table))}", file=sys.stderr)
+        return 2
+    result = table[args.name](list(args.rest))
+    print(result.to_text())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gpudl", description="GPUs for Deep Learning: labs, kernels, grading")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("doctor", help="check the installation and the device").set_defaults(fn=doctor)
+
+    p = sub.add_parser("lab", help="open JupyterLab on labs/")
+    p.add_argument("--port", type=int)
+    p.add_argument("--no-browser", action="store_true")
+    p.set_defaults(fn=lab)
+
+    p = sub.add_parser("release", help="regenerate labs/ from solutions/")
+    p.add_argument("lab", nargs="?", help="one lab (default: all)")
+    p.set_defaults(fn=release)
+
+    p = sub.add_parser("grade", help="grade a folder of submissions or an LMS zip")
+    p.add_argument("lab")
+    p.add_argument("submissions", help="a folder of student folders, or a zip from the LMS")
+    p.add_argument("--out", required=True, help="where the gradebook, feedback and grades.csv go")
+    p.add_argument("--secret", help="the secret behind hidden tests (default: $GPUDL_SECRET or .gpudl-secret)")
+    p.add_argument("--jobs", type=int, default=1, help="students graded at once (each in its own process)")
+    p.add_argument("--cell-timeout", type=int, help="seconds per cell")
+    p.add_argument("--student-timeout", type=float, default=1200, help="seconds per student")
+    p.add_argument("--accept-renamed", action="store_true", help="grade a lone notebook under another name")
+    p.add_argument("--no-feedback", action="store_true")
+    p.set_defaults(fn=grade)
+
+    p = sub.add_parser("run-labs", help="execute every notebook, grade the solutions, report")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
+    p.add_argument("--report", default="gpu-report", help="folder for report.json, report.md and plots")
+    p.add_argument("--only", action="append", help="only notebooks whose name contains this (repeatable)")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per notebook")
+    p.add_argument("--no-bench", action="store_true", help="skip the performance table")
+    p.set_defaults(fn=run_labs)
+
+    p = sub.add_parser("bench", help="run a unit's benchmark")
+    p.add_argument("name", nargs="?")
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.add_argument("--list", action="store_true")
+    p.set_defaults(fn=bench)
+
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

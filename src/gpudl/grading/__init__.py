@@ -1,0 +1,401 @@
+"""What notebook tests call: comparisons that teach, secret-seeded cases, and a guard.
+
+A lab's test cell reads::
+
+    check.peak_flops_from_units(peak_flops_from_units)               # public cases
+    ### BEGIN HIDDEN TESTS
+    check.peak_flops_from_units(peak_flops_from_units, hidden=True)  # cases from the secret seed
+    ### END HIDDEN TESTS
+
+where ``check`` is the lab's module in this package (``gpudl.grading.lab01`` ...). Each check
+compares the student's function with the package's reference on cases, through
+``check_cases``. The pieces:
+
+``tolerance``      (rtol, atol) by dtype and reduction length, from machine epsilon
+``assert_close``   one comparison for scalars and arrays; its messages teach (shapes, NaNs,
+                   worst index, first mismatches, "off by a factor of 2")
+``GradingError``   what a failed check raises (an AssertionError)
+``rng``            a NumPy Generator for hidden cases, seeded from the instructor's secret
+                   (``GPUDL_GRADING_SEED``, set per student by ``gpudl grade``)
+``reference``      decorator marking a package function as the reference for an exercise
+``guard``          while a student's code runs: calling a forbidden reference or library
+                   routine raises ``ReferenceUsedError``
+``Case``, ``check_cases``  run a student's function on cases against the reference
+``grading_active`` True while nbgrader executes the notebook (autograde or validate)
+``quiet``          no warnings, no stderr: a test cell that writes to stderr scores 0
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import io
+import math
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from ..hardware import normalize_dtype
+from ..references import GradingError, ReferenceUsedError, labels as _guard_label, reference
+from ..references import forbidden_now as _forbidden_now
+
+SEED_ENV = "GPUDL_GRADING_SEED"
+_PUBLIC_SEED = "gpudl-unseeded"   # what hidden cases use when no secret is set (the instructor's own runs)
+
+
+def grading_active() -> bool:
+    """True while nbgrader runs the notebook (it sets NBGRADER_EXECUTION)."""
+    return os.environ.get("NBGRADER_EXECUTION", "") in ("autograde", "validate")
+
+
+# --- tolerances -------------------------------------------------------------------------
+
+# Machine epsilon (2 x unit roundoff) by dtype; seed 004's table gives bf16 7.81e-3,
+# half 9.77e-4, single 1.19e-7, double 2.22e-16. TF32 keeps FP16's 10-bit mantissa.
+EPS = {"fp64": 2.22e-16, "fp32": 1.19e-7, "tf32": 9.77e-4, "fp16": 9.77e-4, "bf16": 7.81e-3,
+       "fp8": 0.125, "int8": 0.0, "int4": 0.0}
+_SAFETY = 8.0    # rounding errors of two correct implementations that sum in different orders
+
+
+def tolerance(dtype: Any = "fp64", k: int = 1) -> tuple[float, float]:
+    """(rtol, atol) for results of ``dtype`` that each sum ``k`` products.
+
+    Rounding errors of a length-``k`` reduction grow like ``sqrt(k)`` on average; both
+    tolerances are ``8 x eps x sqrt(k)``. ``atol`` applies relative to the expected
+    values' typical magnitude (see ``assert_close``), so entries near zero in a matrix
+    product are judged against the size of what was summed, not against themselves.
+    """
+    dt = normalize_dtype(dtype)
+    if k < 1:
+        raise ValueError(f"reduction length k must be >= 1, got {k}")
+    t = _SAFETY * EPS[dt] * math.sqrt(k)
+    return t, t
+
+
+# --- comparison ---------------------------------------------------------------------------
+
+# Ratios actual / expected that point at a common mistake.
+_RATIO_HINTS = {
+    2.0: "a factor of 2: an FMA is 2 FLOPs, or something counted twice?",
+    0.5: "a factor of 1/2: a missing factor 2 (an FMA counts 2 FLOPs)?",
+    1e3: "a factor of 1e3: a unit prefix (ms vs s, MHz vs GHz, GFLOP/s vs TFLOP/s)?",
+    1e-3: "a factor of 1e-3: a unit prefix (ms vs s, MHz vs GHz, GFLOP/s vs TFLOP/s)?",
+    1e6: "a factor of 1e6: a unit prefix (MHz vs Hz, us vs s)?",
+    1e-6: "a factor of 1e-6: a unit prefix (MHz vs Hz, us vs s)?",
+    1e9: "a factor of 1e9: GHz vs Hz, or GB vs bytes?",
+    1e-9: "a factor of 1e-9: GHz vs Hz, or GB vs bytes?",
+    1e12: "a factor of 1e12: TFLOP/s vs FLOP/s?",
+    1e-12: "a factor of 1e-12: TFLOP/s vs FLOP/s?",
+    8.0: "a factor of 8: bits vs bytes?",
+    0.125: "a factor of 1/8: bits vs bytes?",
+    4.0: "a factor of 4: bytes per FP32 element?",
+    0.25: "a factor of 1/4: bytes per FP32 element?",
+    100.0: "a factor of 100: a percentage instead of a fraction?",
+    0.01: "a factor of 1/100: a fraction instead of a percentage?",
+    -1.0: "the sign is flipped",
+}
+
+
+def ratio_hint(actual: float, expected: float, extra: Mapping[float, str] | None = None) -> str:
+    """A hint when ``actual / expected`` is one of the ratios of a common mistake, else ''."""
+    if expected == 0 or not np.isfinite(actual) or not np.isfinite(expected):
+        return ""
+    ratio = actual / expected
+    for table in (extra or {}, _RATIO_HINTS):
+        for r, text in table.items():
+            if math.isclose(ratio, r, rel_tol=1e-3):
+                return text
+    return ""
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, (float, np.floating)):
+        return f"{float(x):.6g}"
+    return repr(x)
+
+
+def _shape_hint(actual: tuple, expected: tuple) -> str:
+    if len(actual) == len(expected) and sorted(actual) == sorted(expected):
+        return "the same sizes in another order: did you swap axes (a transpose or a permute)?"
+    if math.prod(actual) == math.prod(expected):
+        if tuple(d for d in actual if d != 1) == tuple(d for d in expected if d != 1):
+            return "only size-1 dimensions differ: keepdims, squeeze or unsqueeze?"
+        return "the same number of elements: a reshape or view in the wrong order?"
+    if len(actual) == len(expected) - 1:
+        return "one dimension fewer: did you reduce over an axis you should keep (or drop the batch)?"
+    if len(actual) == len(expected) + 1:
+        return "one dimension more: a missing reduction or an extra batch axis?"
+    return ""
+
+
+def _as_array(x: Any, what: str) -> np.ndarray:
+    if x is None:
+        raise GradingError(f"{what} is None: did you forget a `return`?")
+    if hasattr(x, "detach"):           # torch tensor, on any device
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        x = x.numpy()
+    try:
+        return np.asarray(x)
+    except Exception as exc:  # noqa: BLE001 - anything unconvertible is a student-facing error
+        raise GradingError(f"{what} cannot be read as numbers ({type(x).__name__}): {exc}") from exc
+
+
+def assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
+                 rtol: float | None = None, atol: float | None = None, name: str = "result",
+                 check_dtype: bool = False, hints: Mapping[float, str] | None = None) -> None:
+    """Assert that ``actual`` matches ``expected`` to the tolerance of ``dtype`` and ``k``.
+
+    Passes silently; on failure raises ``GradingError`` with a message that names the
+    shape or dtype problem, the NaNs, how many values differ, the worst index, the first
+    few pairs, and (when all differences share one ratio) the likely mistake.
+    ``dtype`` defaults to the expected value's (fp64 for Python numbers).
+    Elementwise test: ``|a - e| <= atol * scale + rtol * |e|`` with ``scale`` the
+    root-mean-square of ``expected`` (1 when it is all zeros).
+    """
+    __tracebackhide__ = True
+    exp = _as_array(expected, "the reference result")
+    act = _as_array(actual, f"your {name}")
+    if act.dtype == object or exp.dtype == object:
+        raise GradingError(f"your {name} is a {type(actual).__name__}, expected numbers of shape {exp.shape}")
+    if act.shape != exp.shape:
+        if act.size == 1 and exp.size == 1:
+            act = act.reshape(exp.shape)
+        else:
+            hint = _shape_hint(act.shape, exp.shape)
+            raise GradingError(f"your {name} has shape {act.shape}, expected {exp.shape}" + (f": {hint}" if hint else ""))
+    if check_dtype and act.dtype != exp.dtype:
+        raise GradingError(f"your {name} has dtype {act.dtype}, expected {exp.dtype}")
+    if dtype is None:
+        dtype = exp.dtype if exp.dtype.kind == "f" and exp.dtype.itemsize < 8 else "fp64"
+        if exp.dtype.kind in "iub":
+            dtype = "int8"   # exact
+    default_rtol, default_atol = tolerance(dtype, k)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+
+    a = act.astype(np.float64) if act.dtype.kind in "fiub" else act
+    e = exp.astype(np.float64)
+    bad_nan = np.isnan(a) & ~np.isnan(e)
+    if bad_nan.any():
+        idx = tuple(int(i) for i in np.argwhere(bad_nan)[0])
+        raise GradingError(f"your {name} has {int(bad_nan.sum())} NaN value(s) where the reference has numbers "
+                           f"(first at index {idx}): a 0/0, log of a negative, or exp overflowing to inf - inf?")
+    bad_inf = np.isinf(a) & ~np.isinf(e)
+    if bad_inf.any():
+        idx = tuple(int(i) for i in np.argwhere(bad_inf)[0])
+        raise GradingError(f"your {name} has {int(bad_inf.sum())} infinite value(s) (first at index {idx}): "
+                           "an overflow (exp of a large number?) or a division by zero?")
+    finite = np.isfinite(e)
+    scale = float(np.sqrt(np.mean(e[finite] ** 2))) if finite.any() else 1.0
+    scale = scale if scale > 0 else 1.0
+    with np.errstate(invalid="ignore"):
+        err = np.where(finite, np.abs(a - e), np.where(a == e, 0.0, np.inf))
+        limit = atol * scale + rtol * np.abs(np.where(finite, e, 0.0))
+    bad = err > limit
+    if not bad.any():
+        return
+    if e.ndim == 0 or e.size == 1:
+        av, ev = float(a.reshape(-1)[0]), float(e.reshape(-1)[0])
+        hint = ratio_hint(av, ev, hints)
+        raise GradingError(f"your {name} is {_fmt(av)}, expected {_fmt(ev)}" + (f": off by {hint}" if hint else ""))
+    n_bad = int(bad.sum())
+    worst = np.unravel_index(int(np.argmax(np.where(bad, err, -1))), e.shape)
+    worst_t = tuple(int(i) for i in worst)
+    lines = [f"{n_bad} of {e.size} values of your {name} differ from the reference "
+             f"(rtol={rtol:.1e}, atol={atol:.1e} x rms {scale:.3g}); worst at index {worst_t}: "
+             f"got {_fmt(a[worst])}, expected {_fmt(e[worst])}"]
+    first = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)[:4]]
+    lines.append("first mismatches: " + "; ".join(f"{ix}: got {_fmt(a[ix])}, expected {_fmt(e[ix])}" for ix in first))
+    nz = bad & (e != 0)
+    if nz.any():
+        ratios = a[nz] / e[nz]
+        if np.allclose(ratios, ratios[0], rtol=1e-3):
+            hint = ratio_hint(float(ratios[0]), 1.0, hints)
+            if hint:
+                lines.append(f"every mismatch is off by {hint}")
+    if n_bad == e.size and e.ndim == 2 and e.shape[0] == e.shape[1] and np.allclose(a, e.T, rtol=rtol, atol=atol * scale):
+        lines.append("your result is the transpose of the expected one")
+    raise GradingError("\n".join(lines))
+
+
+def assert_equal(actual: Any, expected: Any, *, name: str = "answer", hint: str = "") -> None:
+    """Exact equality for labels, letters and integers, with a teaching message."""
+    __tracebackhide__ = True
+    if actual is None:
+        raise GradingError(f"your {name} is None: did you forget a `return`?")
+    if isinstance(expected, str) and isinstance(actual, str):
+        if actual.strip().lower() == expected.strip().lower():
+            return
+    elif actual == expected:
+        return
+    raise GradingError(f"your {name} is {actual!r}, expected {expected!r}" + (f": {hint}" if hint else ""))
+
+
+# --- secret-seeded randomness ----------------------------------------------------------
+
+def rng(exercise: str) -> np.random.Generator:
+    """A Generator for an exercise's hidden cases, seeded from the instructor's secret.
+
+    ``gpudl grade`` sets ``GPUDL_GRADING_SEED`` per student from a secret the instructor
+    keeps, so hidden cases cannot be known (or hard-coded) in advance. Without it (an
+    instructor's own run) the cases are still random-looking but reproducible.
+    """
+    secret = os.environ.get(SEED_ENV) or _PUBLIC_SEED
+    digest = hashlib.sha256(f"{secret}:{exercise}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+# --- the guard ----------------------------------------------------------------------------
+
+def _resolve(dotted: str) -> tuple[Any, str]:
+    module_name, _, attr = dotted.rpartition(".")
+    # allow "torch.nn.functional.conv2d" (module path) and "torch.Tensor.matmul" (class attr)
+    parts = module_name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for p in parts[cut:]:
+            obj = getattr(obj, p)
+        return obj, attr
+    raise ValueError(f"cannot resolve {dotted!r}")
+
+
+@contextlib.contextmanager
+def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[None]:
+    """Forbid package references (functions decorated with ``reference``) and library
+    routines (dotted names such as ``"torch.nn.functional.conv2d"``) inside the block.
+
+    A reference raises ``ReferenceUsedError`` when called. A library routine is replaced
+    for the duration of the block, and, in case the student imported it earlier under
+    another name, a profile hook notices a call of the original and the block raises
+    ``ReferenceUsedError`` when it ends.
+    """
+    refs = [f for f in forbidden if callable(f) and getattr(f, "__gpudl_reference__", False)]
+    names = [f for f in forbidden if isinstance(f, str)]
+    bad = [f for f in forbidden if not (f in refs or f in names)]
+    if bad:
+        raise TypeError(f"guard() takes reference functions or dotted names, got {bad!r}")
+    patched: list[tuple[Any, str, Any]] = []
+    watched: dict[int, str] = {}          # id(original C function or code object) -> dotted name
+    seen: list[str] = []
+
+    def blocker(dotted: str) -> Callable:
+        def blocked(*_a, **_k):
+            raise ReferenceUsedError(f"your code calls {dotted}, which {label} asks you to do without: "
+                                     "write the computation yourself.")
+        return blocked
+
+    def hook(frame, event, arg):
+        if event == "c_call":
+            hit = watched.get(id(arg))
+        elif event == "call":
+            hit = watched.get(id(frame.f_code))
+        else:
+            return
+        if hit and not seen:
+            seen.append(hit)
+
+    added = [id(r) for r in refs if id(r) not in _forbidden_now]
+    previous_profile = sys.getprofile()
+    try:
+        for dotted in names:
+            owner, attr = _resolve(dotted)
+            original = getattr(owner, attr)
+            patched.append((owner, attr, original))
+            watched[id(getattr(original, "__code__", original))] = dotted
+            setattr(owner, attr, blocker(dotted))
+        _forbidden_now.update(added)
+        _guard_label.append(label)
+        if watched:
+            sys.setprofile(hook)
+        yield
+    finally:
+        if watched:
+            sys.setprofile(previous_profile)
+        _guard_label.pop() if _guard_label else None
+        _forbidden_now.difference_update(added)
+        for owner, attr, original in reversed(patched):
+            setattr(owner, attr, original)
+    if seen:
+        raise ReferenceUsedError(f"your code calls {seen[0]}, which {label} asks you to do without: "
+                                 "write the computation yourself.")
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[io.StringIO]:
+    """Swallow warnings and anything written to stdout/stderr (returned as one buffer)."""
+    buf = io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.redirect_stderr(buf), contextlib.redirect_stdout(buf):
+            yield buf
+
+
+# --- running a student's function on cases ------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    """Arguments for one call, and how to describe it in a message."""
+
+    args: tuple = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def describe(self, fn_name: str) -> str:
+        if self.label:
+            return f"{fn_name} on {self.label}"
+        parts = [_short(a) for a in self.args] + [f"{k}={_short(v)}" for k, v in self.kwargs.items()]
+        return f"{fn_name}({', '.join(parts)})"
+
+
+def _short(x: Any) -> str:
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return f"<{type(x).__name__} {tuple(x.shape)} {x.dtype}>"
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def call_student(fn: Callable, *args: Any, forbid: Sequence[Callable | str] = (), label: str = "this exercise",
+                 what: str | None = None, **kwargs: Any) -> Any:
+    """Call a student's function quietly, under the guard; turn its exceptions into a message."""
+    __tracebackhide__ = True
+    if not callable(fn):
+        raise GradingError(f"expected a function, got {type(fn).__name__}: did you overwrite its name?")
+    what = what or getattr(fn, "__name__", "your function")
+    with quiet(), guard(*forbid, label=label):
+        try:
+            return fn(*args, **kwargs)
+        except ReferenceUsedError:
+            raise
+        except NotImplementedError as exc:
+            raise GradingError(f"{what} is not implemented yet (it raised NotImplementedError)") from exc
+        except Exception as exc:  # noqa: BLE001 - any error in student code is reported, not re-raised raw
+            raise GradingError(f"{what} raised {type(exc).__name__}: {exc}") from exc
+
+
+def check_cases(student: Callable, reference_fn: Callable, cases: Iterable[Case], *,
+                forbid: Sequence[Callable | str] = (), compare: Callable[..., None] | None = None,
+                label: str | None = None, **compare_kwargs: Any) -> None:
+    """For each case: the reference's answer (outside the guard), the student's (inside it),
+    and ``compare(actual, expected, **compare_kwargs)`` (``assert_close`` by default)."""
+    __tracebackhide__ = True
+    compare = compare or assert_close
+    name = getattr(student, "__name__", "your function")
+    label = label or f"`{name}`"
+    for case in cases:
+        with quiet():
+            expected = reference_fn(*case.args, **case.kwargs)
+        where = case.describe(name)
+        actual = call_student(student, *case.args, forbid=forbid, label=label, what=where, **case.kwargs)
+        try:
+            compare(actual, expected, **compare_kwargs)
+        except GradingError as exc:
+            raise GradingError(f"{where}:\n{exc}") from None

@@ -1,0 +1,424 @@
+"""GPU specifications, peak throughput derived from them, and the current device.
+
+A peak is never typed in: it is *derived* the way the lectures derive it,
+
+    peak FLOP/s = SMs x (fused multiply-adds per clock per SM) x 2 x clock,
+
+because one FMA is two floating-point operations. For example the V100's tensor cores
+do 512 FP16 FMA per clock per SM: 80 SMs x 1024 FLOP x 1.53 GHz = 125 TFLOP/s.
+
+Public names
+------------
+``GPUSpec``         a frozen description of one GPU (units per SM, clocks, memory system)
+``SPECS``           the GPUs this course knows, by short name ("V100", "A100", "H100-SXM", ...)
+``get_spec``        a spec from a name or a spec
+``normalize_dtype`` "float16", torch.float16, np.float16, "half" ... -> "fp16"
+``peak_flops``      FLOP/s (or OP/s for integers) for a spec, dtype, tensor cores or not, sparse or not
+``peak_bandwidth``  DRAM bandwidth in bytes/s
+``ridge_point``     the arithmetic intensity (FLOP/byte) where a roofline turns flat
+``detect``          the spec of the GPU torch sees (estimated for GPUs not in ``SPECS``), or None
+``device``          "cuda" or "cpu": what the labs run on (``GPUDL_DEVICE`` overrides)
+``configure``       run once at import: Triton's interpreter when there is no GPU
+``pick``            choose problem sizes for the current device
+``ENERGY_PJ``       the energy of an operation vs moving its operands (Timeloop tutorial)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .references import reference
+
+# Canonical dtype names. "tf32" is a tensor-core *mode* for fp32 data, not a storage type.
+DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
+BYTES_PER_ELEMENT = MappingProxyType(
+    {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+)
+
+_ALIASES = {
+    "float64": "fp64", "double": "fp64", "f64": "fp64",
+    "float32": "fp32", "float": "fp32", "single": "fp32", "f32": "fp32",
+    "tensorfloat32": "tf32", "tensorfloat-32": "tf32",
+    "float16": "fp16", "half": "fp16", "f16": "fp16",
+    "bfloat16": "bf16",
+    "float8": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8",
+    "int8": "int8", "uint8": "int8", "i8": "int8",
+    "int4": "int4",
+}
+
+# Energy per operation, from the Timeloop tutorial quoted in the "Foundations of DL
+# Hardware" deck (seed 000): computing is cheap, moving operands is not.
+ENERGY_PJ = MappingProxyType({
+    "int8_multiply": 0.2,
+    "fetch_two_int8_from_dram": 128.0,
+    "fetch_two_int8_from_large_sram": 2.0,
+})
+
+
+def normalize_dtype(dtype: Any) -> str:
+    """Map any spelling of a dtype to one of ``DTYPES``.
+
+    >>> normalize_dtype("float16"), normalize_dtype("BF16"), normalize_dtype("single")
+    ('fp16', 'bf16', 'fp32')
+    """
+    if isinstance(dtype, str):
+        key = dtype.strip().lower().replace("torch.", "").replace("numpy.", "")
+    else:
+        # torch.float16 -> "torch.float16"; np.float32 / np.dtype('float32') -> "float32"
+        name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
+        key = str(name).lower().replace("torch.", "")
+    if key in DTYPES:
+        return key
+    if key in _ALIASES:
+        return _ALIASES[key]
+    raise ValueError(
+        f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)} "
+        "(or a torch/numpy dtype, or a name like 'float16')"
+    )
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One GPU, described by its units rather than by its marketing peaks.
+
+    Units are per streaming multiprocessor (SM) and per clock. ``cuda_fma_per_sm`` holds
+    the CUDA-core rates (FMA per clock per SM) by dtype; ``tensor_fma_per_sm`` the dense
+    tensor-core rates with FP32 accumulation where a GPU offers a choice. NVIDIA quotes
+    some GPUs' tensor-core peaks at a lower clock than their CUDA-core peaks; that clock
+    is ``tensor_clock_mhz`` (``None``: the boost clock).
+    """
+
+    name: str
+    architecture: str
+    compute_capability: tuple[int, int]
+    sms: int
+    cuda_fma_per_sm: Mapping[str, int]
+    tensor_fma_per_sm: Mapping[str, int]
+    boost_clock_mhz: float
+    memory_bandwidth_gbs: float
+    memory_gib: float
+    l2_kib: int
+    smem_per_sm_kib: int
+    registers_per_sm_kib: int
+    tensor_clock_mhz: float | None = None
+    sparsity: bool = False          # 2:4 structured sparsity doubles tensor-core rates
+    estimated: bool = False         # True for a GPU not in SPECS, built from what torch reports
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.sms <= 0:
+            raise ValueError(f"{self.name}: SM count must be positive, got {self.sms}")
+        if self.boost_clock_mhz <= 0:
+            raise ValueError(f"{self.name}: boost clock must be positive, got {self.boost_clock_mhz}")
+        for table in (self.cuda_fma_per_sm, self.tensor_fma_per_sm):
+            for dt in table:
+                if dt not in DTYPES:
+                    raise ValueError(f"{self.name}: unknown dtype {dt!r} in a rate table")
+        object.__setattr__(self, "cuda_fma_per_sm", MappingProxyType(dict(self.cuda_fma_per_sm)))
+        object.__setattr__(self, "tensor_fma_per_sm", MappingProxyType(dict(self.tensor_fma_per_sm)))
+
+    @property
+    def fp32_units_per_sm(self) -> int:
+        return self.cuda_fma_per_sm.get("fp32", 0)
+
+    @property
+    def fp64_units_per_sm(self) -> int:
+        return self.cuda_fma_per_sm.get("fp64", 0)
+
+    @property
+    def has_tensor_cores(self) -> bool:
+        return bool(self.tensor_fma_per_sm)
+
+    def clock_hz(self, tensor: bool, dtype: str = "fp16") -> float:
+        """The clock a peak is quoted at. NVIDIA quotes Hopper's FP64 tensor-core peak at the
+        boost clock and its other tensor-core peaks at ``tensor_clock_mhz``."""
+        slower = tensor and self.tensor_clock_mhz and dtype != "fp64"
+        return (self.tensor_clock_mhz if slower else self.boost_clock_mhz) * 1e6
+
+    def summary(self) -> str:
+        """One line per fact, for `gpudl doctor` and reports."""
+        peaks = []
+        for dt in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"):
+            try:
+                peaks.append(f"{dt} {peak_flops(self, dt) / 1e12:.1f}")
+            except ValueError:
+                pass
+        est = " (estimated)" if self.estimated else ""
+        return (
+            f"{self.name}{est}: {self.architecture}, {self.sms} SMs, boost {self.boost_clock_mhz:.0f} MHz, "
+            f"{self.memory_bandwidth_gbs:.0f} GB/s, L2 {self.l2_kib / 1024:.0f} MiB\n"
+            "  dense peaks (TFLOP/s): " + ", ".join(peaks)
+        )
+
+
+def _spec(**kw: Any) -> GPUSpec:
+    return GPUSpec(**kw)
+
+
+# Every number below carries its source. "seed 004" is the LAPENNA "DNN computing on GPU"
+# deck (its P100/V100/A100 table reproduces NVIDIA's A100 whitepaper); "seed 001" is the
+# "Accelerating AI" deck (its multiply-add-per-clock-per-SM table).
+SPECS: Mapping[str, GPUSpec] = MappingProxyType({
+    "P100": _spec(
+        name="P100", architecture="Pascal", compute_capability=(6, 0),
+        sms=56,                                           # seed 004 table: 56 SMs
+        cuda_fma_per_sm={"fp64": 32, "fp32": 64, "fp16": 128},  # 32 FP64 / 64 FP32 cores per SM; FP16 at 2x (21.2 TFLOP/s)
+        tensor_fma_per_sm={},                             # no tensor cores
+        boost_clock_mhz=1480,                             # seed 004 table: GPU boost clock
+        memory_bandwidth_gbs=720, memory_gib=16,          # seed 004 table
+        l2_kib=4096, smem_per_sm_kib=64, registers_per_sm_kib=256,  # seed 004 table
+        source="NVIDIA A100 whitepaper table as quoted in seed 004",
+    ),
+    "V100": _spec(
+        name="V100", architecture="Volta", compute_capability=(7, 0),
+        sms=80,                                           # seed 004: 80 SMs
+        cuda_fma_per_sm={"fp64": 32, "fp32": 64, "fp16": 128},  # seed 001 MAC table (Volta); seed 004: 16 FP32 + 8 FP64 per sub-core x 4
+        tensor_fma_per_sm={"fp16": 512},                  # seed 001/004: 8 tensor cores x 64 FMA = 512 FMA/clk/SM
+        boost_clock_mhz=1530,                             # seed 004: 80 x 1024 x 1.53 GHz = 125 TFLOP/s
+        memory_bandwidth_gbs=900, memory_gib=32,          # seed 004: 900 GB/s HBM2
+        l2_kib=6144, smem_per_sm_kib=96, registers_per_sm_kib=256,  # seed 004 table
+        source="NVIDIA Volta/A100 whitepapers as quoted in seeds 001 and 004",
+    ),
+    "T4": _spec(
+        name="T4", architecture="Turing", compute_capability=(7, 5),
+        sms=40,                                           # NVIDIA Turing whitepaper, Tesla T4
+        cuda_fma_per_sm={"fp64": 2, "fp32": 64, "fp16": 128},   # seed 001 MAC table (Turing)
+        tensor_fma_per_sm={"fp16": 512, "int8": 1024, "int4": 2048},  # seed 001 MAC table (Turing)
+        boost_clock_mhz=1590,                             # T4 datasheet: 65 FP16 TFLOP/s, 8.1 FP32 TFLOP/s
+        memory_bandwidth_gbs=320, memory_gib=16,          # T4 datasheet: 320 GB/s GDDR6
+        l2_kib=4096, smem_per_sm_kib=64, registers_per_sm_kib=256,  # Turing tuning guide
+        source="NVIDIA T4 datasheet; Turing whitepaper; seed 001",
+    ),
+    "A100": _spec(
+        name="A100", architecture="Ampere", compute_capability=(8, 0),
+        sms=108,                                          # seed 004: 108 SMs
+        cuda_fma_per_sm={"fp64": 32, "fp32": 64, "fp16": 256, "bf16": 128},  # seed 001 MAC table; seed 004: FP16 78, BF16 39 TFLOP/s
+        tensor_fma_per_sm={"fp64": 64, "tf32": 512, "fp16": 1024, "bf16": 1024,
+                           "int8": 2048, "int4": 4096},   # seed 001 MAC table (Ampere A100)
+        boost_clock_mhz=1410,                             # seed 004: 108 x 2048 x 1.41 GHz = 312 TFLOP/s
+        memory_bandwidth_gbs=1555, memory_gib=40,         # seed 004: 1555 GB/s HBM2
+        l2_kib=40960, smem_per_sm_kib=164, registers_per_sm_kib=256,  # seed 004 table
+        sparsity=True,                                    # seed 004: 624 TFLOP/s with sparsity
+        source="NVIDIA A100 whitepaper as quoted in seeds 001 and 004",
+    ),
+    "RTX3090": _spec(
+        name="RTX3090", architecture="Ampere (GA102)", compute_capability=(8, 6),
+        sms=82,                                           # GA102 whitepaper: RTX 3090 has 82 SMs, 10496 CUDA cores
+        cuda_fma_per_sm={"fp64": 2, "fp32": 128, "fp16": 128},  # 128 FP32 per SM; seed 004: ~35.6 FP32 TFLOP/s
+        # GeForce tensor cores run FP32-accumulate at half their FP16-accumulate rate; frameworks
+        # accumulate in FP32, so these are the FP32-accumulate rates (FP16 71 TFLOP/s dense; the
+        # seed's "~142 TFLOP with Tensor core" is the FP16-accumulate figure).
+        tensor_fma_per_sm={"tf32": 128, "fp16": 256, "bf16": 256, "int8": 1024},
+        boost_clock_mhz=1695,                             # seed 004: 1.7 GHz boost; GA102 whitepaper 1695 MHz
+        memory_bandwidth_gbs=936, memory_gib=24,          # GA102 whitepaper: 936 GB/s GDDR6X
+        l2_kib=6144, smem_per_sm_kib=100, registers_per_sm_kib=256,  # GA102 whitepaper / tuning guide
+        sparsity=True,
+        source="NVIDIA GA102 whitepaper; seed 004 CPU-vs-GPU table",
+    ),
+    "H100-SXM": _spec(
+        name="H100-SXM", architecture="Hopper", compute_capability=(9, 0),
+        sms=132,                                          # H100 whitepaper: 132 SMs on SXM5
+        cuda_fma_per_sm={"fp64": 64, "fp32": 128, "fp16": 256, "bf16": 256},  # seed 000 Hopper SM diagram: 4 x 32 FP32, 4 x 16 FP64
+        # 4th-gen tensor cores, dense, per SM per clock (H100 datasheet: TF32 494.7, FP16/BF16 989.4,
+        # FP8/INT8 1978.9 T(FL)OP/s dense at 1830 MHz; FP64 tensor 66.9 TFLOP/s at 1980 MHz).
+        tensor_fma_per_sm={"fp64": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048, "fp8": 4096, "int8": 4096},
+        boost_clock_mhz=1980,                             # H100 datasheet: FP32 66.9 TFLOP/s = 132 x 128 x 2 x 1.98 GHz
+        tensor_clock_mhz=1830,                            # the clock NVIDIA quotes tensor-core peaks at
+        memory_bandwidth_gbs=3350, memory_gib=80,         # H100 SXM datasheet: 3.35 TB/s HBM3
+        l2_kib=51200, smem_per_sm_kib=228, registers_per_sm_kib=256,  # H100 whitepaper: 50 MB L2, 228 KB smem/SM
+        sparsity=True,                                    # seed 000 table: x2 with sparsity
+        source="NVIDIA H100 datasheet and whitepaper; the seed 000 table gives preliminary 60/500/1000",
+    ),
+    "H100-PCIe": _spec(
+        name="H100-PCIe", architecture="Hopper", compute_capability=(9, 0),
+        sms=114,                                          # H100 whitepaper: 114 SMs on PCIe
+        cuda_fma_per_sm={"fp64": 64, "fp32": 128, "fp16": 256, "bf16": 256},
+        tensor_fma_per_sm={"fp64": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048, "fp8": 4096, "int8": 4096},
+        boost_clock_mhz=1755,                             # H100 PCIe datasheet: FP32 51 TFLOP/s = 114 x 128 x 2 x 1.755 GHz
+        tensor_clock_mhz=1620,                            # BF16 756 TFLOP/s dense = 114 x 2048 x 2 x 1.62 GHz
+        memory_bandwidth_gbs=2000, memory_gib=80,         # H100 PCIe datasheet: 2 TB/s HBM2e
+        l2_kib=51200, smem_per_sm_kib=228, registers_per_sm_kib=256,
+        sparsity=True,
+        source="NVIDIA H100 datasheet; the seed 000 table gives preliminary 48/400/800",
+    ),
+    "H200": _spec(
+        name="H200", architecture="Hopper", compute_capability=(9, 0),
+        sms=132,                                          # same GH100 configuration as H100 SXM
+        cuda_fma_per_sm={"fp64": 64, "fp32": 128, "fp16": 256, "bf16": 256},
+        tensor_fma_per_sm={"fp64": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048, "fp8": 4096, "int8": 4096},
+        boost_clock_mhz=1980, tensor_clock_mhz=1830,      # H200 datasheet quotes the H100 SXM peaks
+        memory_bandwidth_gbs=4800, memory_gib=141,        # H200 datasheet: 141 GB HBM3e at 4.8 TB/s
+        l2_kib=61440,                                     # torch.cuda.get_device_properties on an H200 (2026-10): 60 MB
+        smem_per_sm_kib=228, registers_per_sm_kib=256,
+        sparsity=True,
+        source="NVIDIA H200 datasheet; L2 read from torch on an H200",
+    ),
+})
+
+
+def get_spec(spec_or_name: GPUSpec | str) -> GPUSpec:
+    """A ``GPUSpec`` from itself or from a name in ``SPECS`` (case and '-'/' ' insensitive)."""
+    if isinstance(spec_or_name, GPUSpec):
+        return spec_or_name
+    if not isinstance(spec_or_name, str):
+        raise TypeError(f"expected a GPUSpec or a GPU name, got {type(spec_or_name).__name__}")
+    want = spec_or_name.replace(" ", "").replace("_", "-").lower()
+    for key, spec in SPECS.items():
+        if key.lower() == want or key.replace("-", "").lower() == want.replace("-", ""):
+            return spec
+    raise KeyError(f"unknown GPU {spec_or_name!r}; known: {', '.join(SPECS)}")
+
+
+@reference
+def peak_flops(spec_or_name: GPUSpec | str, dtype: Any = "fp32", *,
+               tensor_cores: bool = True, sparse: bool = False) -> float:
+    """Peak throughput in FLOP/s (OP/s for integer dtypes), derived from the units.
+
+    ``tensor_cores=True`` uses the tensor-core rate when the GPU has one for ``dtype``
+    and the CUDA-core rate otherwise (FP32 proper never runs on tensor cores: TF32 does).
+    ``sparse=True`` doubles a tensor-core rate on GPUs with 2:4 structured sparsity.
+
+    >>> round(peak_flops("V100", "fp16") / 1e12, 1)
+    125.3
+    >>> round(peak_flops("A100", "tf32") / 1e12, 1), round(peak_flops("A100", "fp32") / 1e12, 1)
+    (155.9, 19.5)
+    """
+    spec = get_spec(spec_or_name)
+    dt = normalize_dtype(dtype)
+    use_tensor = tensor_cores and dt in spec.tensor_fma_per_sm
+    if sparse:
+        if not use_tensor:
+            raise ValueError(f"sparse=True needs tensor cores that run {dt} on the {spec.name}")
+        if not spec.sparsity:
+            raise ValueError(f"the {spec.name} ({spec.architecture}) has no 2:4 structured sparsity")
+    if use_tensor:
+        fma = spec.tensor_fma_per_sm[dt]
+    elif dt in spec.cuda_fma_per_sm:
+        fma = spec.cuda_fma_per_sm[dt]
+    elif dt == "tf32":
+        raise ValueError(f"TF32 is a tensor-core mode; the {spec.name} has no TF32 tensor cores"
+                         if tensor_cores else "TF32 exists only on tensor cores: pass tensor_cores=True")
+    else:
+        where = "tensor cores or CUDA cores" if tensor_cores else "CUDA cores"
+        raise ValueError(f"the {spec.name} has no {where} rate for {dt}")
+    return spec.sms * fma * 2 * spec.clock_hz(tensor=use_tensor, dtype=dt) * (2 if sparse else 1)
+
+
+@reference
+def peak_bandwidth(spec_or_name: GPUSpec | str) -> float:
+    """DRAM bandwidth in bytes/s (the datasheet's GB/s, 1 GB = 1e9 bytes)."""
+    return get_spec(spec_or_name).memory_bandwidth_gbs * 1e9
+
+
+@reference
+def ridge_point(spec_or_name: GPUSpec | str, dtype: Any = "fp16", *, tensor_cores: bool = True) -> float:
+    """Arithmetic intensity (FLOP/byte) above which a kernel can be compute-bound."""
+    return peak_flops(spec_or_name, dtype, tensor_cores=tensor_cores) / peak_bandwidth(spec_or_name)
+
+
+# ---------------------------------------------------------------------------------------
+# The current device
+
+# Which entry of SPECS a torch device name belongs to; the first match wins.
+_NAME_PATTERNS = (
+    ("H200", "H200"), ("H100 PCIE", "H100-PCIe"), ("H100", "H100-SXM"), ("A100", "A100"),
+    ("V100", "V100"), ("T4", "T4"), ("3090", "RTX3090"), ("P100", "P100"),
+)
+
+# Per compute capability, for GPUs not in SPECS: CUDA-core and dense tensor-core FMA per
+# clock per SM (FP32 accumulate). From NVIDIA's architecture whitepapers.
+_ARCH_RATES = {
+    (7, 0): ("Volta", {"fp64": 32, "fp32": 64, "fp16": 128}, {"fp16": 512}),
+    (7, 5): ("Turing", {"fp64": 2, "fp32": 64, "fp16": 128}, {"fp16": 512, "int8": 1024}),
+    (8, 0): ("Ampere", {"fp64": 32, "fp32": 64, "fp16": 256}, {"tf32": 512, "fp16": 1024, "bf16": 1024, "int8": 2048}),
+    (8, 6): ("Ampere", {"fp64": 2, "fp32": 128, "fp16": 128}, {"tf32": 128, "fp16": 256, "bf16": 256, "int8": 1024}),
+    (8, 9): ("Ada", {"fp64": 2, "fp32": 128, "fp16": 128}, {"tf32": 128, "fp16": 256, "bf16": 256, "fp8": 512, "int8": 1024}),
+    (9, 0): ("Hopper", {"fp64": 64, "fp32": 128, "fp16": 256, "bf16": 256}, {"tf32": 1024, "fp16": 2048, "bf16": 2048, "fp8": 4096, "int8": 4096}),
+}
+
+
+def _nvidia_smi(query: str) -> str | None:
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run([exe, f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def device() -> str:
+    """"cuda" when labs should run on the GPU, else "cpu". ``GPUDL_DEVICE=cpu`` forces the CPU."""
+    forced = os.environ.get("GPUDL_DEVICE", "").strip().lower()
+    if forced in ("cpu", "cuda"):
+        if forced == "cuda" and not _cuda_available():
+            raise RuntimeError("GPUDL_DEVICE=cuda but torch sees no CUDA device "
+                               "(is this a CPU build of torch? run `gpudl doctor`)")
+        return forced
+    if forced:
+        raise ValueError(f"GPUDL_DEVICE must be 'cpu' or 'cuda', got {forced!r}")
+    return "cuda" if _cuda_available() else "cpu"
+
+
+def configure() -> str:
+    """Choose the device once, at import: without a GPU, Triton kernels run in Triton's
+    interpreter on the CPU, so ``TRITON_INTERPRET=1`` must be set before any kernel is
+    defined. Returns the device."""
+    dev = device()
+    if dev == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    return dev
+
+
+def pick(*, cpu: Any, cuda: Any) -> Any:
+    """Problem sizes for the current device: ``pick(cpu=256, cuda=4096)``."""
+    return cuda if device() == "cuda" else cpu
+
+
+def detect() -> GPUSpec | None:
+    """The spec of the GPU torch sees, or None when there is none.
+
+    A known GPU maps to its entry in ``SPECS``. Any other gets a spec built from what torch
+    and nvidia-smi report (SMs, compute capability, clock, memory) and per-architecture
+    rates, with ``estimated=True``.
+    """
+    if not _cuda_available():
+        return None
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    name = props.name
+    upper = name.upper()
+    for pattern, key in _NAME_PATTERNS:
+        if pattern in upper:
+            spec = SPECS[key]
+            if props.multi_processor_count != spec.sms:  # a cut-down or unusual variant
+                return replace(spec, name=f"{key} ({name})", sms=props.multi_processor_count, estimated=True)
+            return spec
+    cc = (props.major, props.minor)
+    older = [k for k in _ARCH_RATES if k <= cc]   # a newer GPU gets the newest rates we know
+    arch, cuda_rates, tensor_rates = _ARCH_RATES[max(older)] if older else ("unknown", {"fp32": 64}, {})
+    clock = _nvidia_smi("clocks.max.sm")
+    clock_mhz = float(clock) if clock and clock.replace(".", "").isdigit() else 1500.0
+    return GPUSpec(
+        name=name, architecture=arch, compute_capability=cc, sms=props.multi_processor_count,
+        cuda_fma_per_sm=cuda_rates, tensor_fma_per_sm=tensor_rates, boost_clock_mhz=clock_mhz,
+        memory_bandwidth_gbs=float("nan"), memory_gib=props.total_memory / 2**30,
+        l2_kib=int(getattr(props, "L2_cache_size", 0)) // 1024, smem_per_sm_kib=0, registers_per_sm_kib=0,
+        sparsity=cc >= (8, 0), estimated=True,
+        source="estimated from torch.cuda.get_device_properties and per-architecture rates",
+    )

@@ -1,0 +1,277 @@
+"""FLOPs and bytes of layers, arithmetic intensity, and the roofline model.
+
+A kernel that does ``F`` floating-point operations and moves ``B`` bytes to and from DRAM
+has arithmetic intensity ``I = F / B`` (FLOP/byte). On a device with peak compute ``P``
+(FLOP/s) and memory bandwidth ``W`` (bytes/s) it cannot run faster than
+``min(P, I x W)``: below the ridge point ``I* = P / W`` it is memory-bound, above it
+compute-bound. Counting conventions follow the lectures (seed 000):
+
+- a multiply-add is 2 FLOPs, so a linear layer is ``2 x batch x in x out`` FLOPs;
+- a convolution with bias counts the bias as one more multiply-add per output,
+  ``(R x S x C / groups + 1) x 2 x N x K x P x Q``;
+- a layer reads its inputs (and weights) once and writes its outputs once.
+
+Public names: ``tensor_bytes``, ``linear_flops``, ``linear_bytes``, ``conv2d_flops``,
+``conv2d_bytes``, ``pool2d_flops``, ``pool2d_bytes``, ``elementwise_flops``,
+``elementwise_bytes``, ``layer_norm_flops``, ``layer_norm_bytes``, ``Op``,
+``arithmetic_intensity``, ``attainable_flops``, ``bound``, ``time_bounds``,
+``utilization``, ``limiter``, ``roofline_plot``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from .references import reference
+from .hardware import BYTES_PER_ELEMENT, GPUSpec, normalize_dtype, peak_bandwidth, peak_flops
+
+
+def _dtype_bytes(dtype: Any) -> float:
+    return BYTES_PER_ELEMENT[normalize_dtype(dtype)]
+
+
+def _positive_ints(name: str, values: Sequence[int], length: int | None = None) -> tuple[int, ...]:
+    values = tuple(int(v) for v in values)
+    if length is not None and len(values) != length:
+        raise ValueError(f"{name} must have {length} entries, got {len(values)}: {values}")
+    if any(v <= 0 for v in values):
+        raise ValueError(f"{name} must be positive, got {values}")
+    return values
+
+
+@reference
+def tensor_bytes(shape: Sequence[int], dtype: Any = "fp32") -> int:
+    """Bytes of a dense tensor: ``tensor_bytes((1, 3, 416, 480), "fp32") == 2_396_160``."""
+    return int(math.prod(_positive_ints("shape", shape)) * _dtype_bytes(dtype))
+
+
+# --- linear (fully connected) ------------------------------------------------------------
+
+@reference
+def linear_flops(batch: int, in_features: int, out_features: int, *, bias: bool = False) -> int:
+    """FLOPs of ``y = x W^T (+ b)`` for ``x`` of shape (batch, in_features)."""
+    b, i, o = _positive_ints("(batch, in_features, out_features)", (batch, in_features, out_features))
+    return 2 * b * i * o + (b * o if bias else 0)
+
+
+@reference
+def linear_bytes(batch: int, in_features: int, out_features: int, dtype: Any = "fp16",
+                 *, bias: bool = False) -> int:
+    """Bytes moved: input (batch x in), weights (in x out, + out for the bias), output (batch x out)."""
+    b, i, o = _positive_ints("(batch, in_features, out_features)", (batch, in_features, out_features))
+    elements = b * i + i * o + (o if bias else 0) + b * o
+    return int(elements * _dtype_bytes(dtype))
+
+
+# --- convolution ---------------------------------------------------------------------------
+
+def _conv_shapes(in_shape, out_shape, kernel_size, groups):
+    n, c, _, _ = _positive_ints("in_shape (N, C, H, W)", in_shape, 4)
+    n2, k, p, q = _positive_ints("out_shape (N, K, P, Q)", out_shape, 4)
+    r, s = _positive_ints("kernel_size (R, S)", kernel_size if not isinstance(kernel_size, int)
+                          else (kernel_size, kernel_size), 2)
+    if n != n2:
+        raise ValueError(f"batch sizes differ: input N={n}, output N={n2}")
+    if groups <= 0 or c % groups or k % groups:
+        raise ValueError(f"groups={groups} must divide both input channels C={c} and output channels K={k}")
+    return n, c, k, p, q, r, s
+
+
+@reference
+def conv2d_flops(in_shape: Sequence[int], out_shape: Sequence[int], kernel_size: int | Sequence[int],
+                 *, bias: bool = False, groups: int = 1) -> int:
+    """FLOPs of a 2-D convolution from (N, C, H, W) to (N, K, P, Q) with an R x S filter.
+
+    Each output element takes ``R x S x C / groups`` multiply-adds, plus one for the bias.
+    The seed's example, a 3x3 conv with bias from 1x3x416x480 to 1x16x208x240:
+
+    >>> conv2d_flops((1, 3, 416, 480), (1, 16, 208, 240), 3, bias=True)
+    44728320
+    """
+    n, c, k, p, q, r, s = _conv_shapes(in_shape, out_shape, kernel_size, groups)
+    macs_per_output = r * s * (c // groups) + (1 if bias else 0)
+    return 2 * macs_per_output * n * k * p * q
+
+
+@reference
+def conv2d_bytes(in_shape: Sequence[int], out_shape: Sequence[int], kernel_size: int | Sequence[int],
+                 dtype: Any = "fp32", *, bias: bool = False, groups: int = 1,
+                 include_weights: bool = True) -> int:
+    """Bytes moved by a convolution: input + output (+ filter and bias when ``include_weights``).
+
+    The seed counts input and output only: 2,396,160 + 3,194,880 bytes in FP32 for its example.
+    """
+    n, c, k, p, q, r, s = _conv_shapes(in_shape, out_shape, kernel_size, groups)
+    elements = math.prod(in_shape) + math.prod(out_shape)
+    if include_weights:
+        elements += k * (c // groups) * r * s + (k if bias else 0)
+    return int(elements * _dtype_bytes(dtype))
+
+
+# --- pooling, elementwise, normalisation --------------------------------------------------
+
+@reference
+def pool2d_flops(out_elements: int, window: int | Sequence[int]) -> int:
+    """One operation (compare or add) per window element per output."""
+    r, s = (window, window) if isinstance(window, int) else tuple(window)
+    _positive_ints("(out_elements, R, S)", (out_elements, r, s))
+    return out_elements * r * s
+
+
+@reference
+def pool2d_bytes(in_elements: int, out_elements: int, dtype: Any = "fp16") -> int:
+    """Each input read once, each output written once."""
+    _positive_ints("(in_elements, out_elements)", (in_elements, out_elements))
+    return int((in_elements + out_elements) * _dtype_bytes(dtype))
+
+
+@reference
+def elementwise_flops(elements: int, ops_per_element: int = 1) -> int:
+    """E.g. ReLU: one operation per element."""
+    _positive_ints("(elements, ops_per_element)", (elements, ops_per_element))
+    return elements * ops_per_element
+
+
+@reference
+def elementwise_bytes(elements: int, dtype: Any = "fp16", *, inputs: int = 1, outputs: int = 1) -> int:
+    """Each of ``inputs`` tensors read once and each of ``outputs`` written once."""
+    _positive_ints("(elements, inputs, outputs)", (elements, inputs, outputs))
+    return int(elements * (inputs + outputs) * _dtype_bytes(dtype))
+
+
+# Per element: mean (add), centre (sub), variance (mul, add), normalise (mul), affine (mul, add).
+LAYER_NORM_FLOPS_PER_ELEMENT = 7
+
+
+@reference
+def layer_norm_flops(rows: int, cols: int) -> int:
+    """Layer norm over the last dimension of a (rows, cols) tensor, with a learned scale and shift."""
+    _positive_ints("(rows, cols)", (rows, cols))
+    return LAYER_NORM_FLOPS_PER_ELEMENT * rows * cols + 3 * rows   # + mean, variance, rsqrt per row
+
+
+@reference
+def layer_norm_bytes(rows: int, cols: int, dtype: Any = "fp16") -> int:
+    """Read x, write y, read the scale and shift (cols each)."""
+    _positive_ints("(rows, cols)", (rows, cols))
+    return int((2 * rows * cols + 2 * cols) * _dtype_bytes(dtype))
+
+
+# --- the model -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Op:
+    """A named operation placed on a roofline."""
+
+    name: str
+    flops: float
+    bytes: float
+
+    def __post_init__(self) -> None:
+        if self.flops < 0 or self.bytes <= 0:
+            raise ValueError(f"{self.name}: need flops >= 0 and bytes > 0, got {self.flops}, {self.bytes}")
+
+    @property
+    def intensity(self) -> float:
+        return arithmetic_intensity(self.flops, self.bytes)
+
+
+@reference
+def arithmetic_intensity(flops: float, nbytes: float) -> float:
+    """FLOPs per byte moved. ``arithmetic_intensity(32, 17)`` is the seed's 1.88."""
+    if nbytes <= 0:
+        raise ValueError(f"bytes moved must be positive, got {nbytes}")
+    if flops < 0:
+        raise ValueError(f"FLOPs must be non-negative, got {flops}")
+    return flops / nbytes
+
+
+@reference
+def attainable_flops(intensity: float, spec: GPUSpec | str, dtype: Any = "fp16", *,
+                     tensor_cores: bool = True) -> float:
+    """The roofline: ``min(peak FLOP/s, intensity x bandwidth)``."""
+    return min(peak_flops(spec, dtype, tensor_cores=tensor_cores), intensity * peak_bandwidth(spec))
+
+
+@reference
+def bound(flops: float, nbytes: float, spec: GPUSpec | str, dtype: Any = "fp16", *,
+          tensor_cores: bool = True) -> str:
+    """"memory" if the intensity is below the ridge point ``peak / bandwidth``, else "compute".
+
+    For a V100 in FP16 (ridge ~139 FLOP/B) a 1024 -> 4096 linear layer is compute-bound at
+    batch 512 (~315 FLOP/B) and memory-bound at batch 1 (~1 FLOP/B).
+    """
+    ridge = peak_flops(spec, dtype, tensor_cores=tensor_cores) / peak_bandwidth(spec)
+    return "memory" if arithmetic_intensity(flops, nbytes) < ridge else "compute"
+
+
+@reference
+def time_bounds(flops: float, nbytes: float, spec: GPUSpec | str, dtype: Any = "fp16", *,
+                tensor_cores: bool = True) -> tuple[float, float]:
+    """Best-case seconds for the math and for the memory traffic; the op needs at least the larger.
+
+    (The seed's worked example writes 44.8 *ns* and 5.6 *ns* for its 1 TOPS / 1000 GB/s
+    device; the numbers are 44.7 *us* and 5.6 *us*: 44,728,320 / 1e12 s = 4.47e-5 s.)
+    """
+    return (flops / peak_flops(spec, dtype, tensor_cores=tensor_cores), nbytes / peak_bandwidth(spec))
+
+
+@reference
+def utilization(achieved: float, peak: float) -> float:
+    """Achieved over peak, as a fraction (200 GB/s of 1 TB/s is 0.2)."""
+    if peak <= 0:
+        raise ValueError(f"peak must be positive, got {peak}")
+    if achieved < 0:
+        raise ValueError(f"achieved must be non-negative, got {achieved}")
+    return achieved / peak
+
+
+@reference
+def limiter(math_utilization: float, memory_utilization: float, threshold: float = 0.7) -> str:
+    """The seed's four quadrants: "math", "memory", "both" (top right, optimal) or "latency"
+    (neither unit busy: too little parallel work, launch overhead, dependencies)."""
+    busy_math, busy_memory = math_utilization >= threshold, memory_utilization >= threshold
+    if busy_math and busy_memory:
+        return "both"
+    if busy_math:
+        return "math"
+    if busy_memory:
+        return "memory"
+    return "latency"
+
+
+@reference
+def roofline_plot(spec: GPUSpec | str, dtype: Any = "fp16", ops: Iterable[Op] = (), *,
+                  tensor_cores: bool = True, ax: Any = None, intensity_range: tuple[float, float] = (0.05, 2000.0)):
+    """Draw the roofline of ``spec`` for ``dtype`` on log-log axes, with its ridge point and ``ops``.
+
+    Returns the matplotlib Axes. The roof is ``ax.lines[0]``.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .hardware import get_spec
+
+    spec = get_spec(spec)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    peak = peak_flops(spec, dtype, tensor_cores=tensor_cores)
+    bw = peak_bandwidth(spec)
+    ridge = peak / bw
+    lo, hi = intensity_range
+    x = np.geomspace(min(lo, ridge / 10), max(hi, ridge * 10), 256)
+    ax.loglog(x, np.minimum(peak, x * bw), color="black", lw=2,
+              label=f"{spec.name} {normalize_dtype(dtype)}: {peak / 1e12:.0f} TFLOP/s, {bw / 1e9:.0f} GB/s")
+    ax.axvline(ridge, color="gray", ls=":", lw=1)
+    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points", xytext=(5, -15),
+                fontsize=8, color="gray")
+    for op in ops:
+        y = min(peak, op.intensity * bw)
+        ax.plot([op.intensity], [y], "o")
+        ax.annotate(op.name, (op.intensity, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable FLOP/s")
+    ax.set_title("Roofline")
+    ax.legend(loc="lower right", fontsize=8)
+    return ax

@@ -1,0 +1,100 @@
+"""Shared fixtures: the repository, a scratch nbgrader course per lab, and the mutant bank.
+
+A mutant is a file ``tests/mutants/<lab>/<name>.py``::
+
+    # mutant: what a student got wrong, in one line
+    # cell: the grade_id of the solution cell it replaces
+    # fails: test_a, test_b        (optional; default: test_<cell>)
+    <the replacement source of that cell>
+
+The pipeline tests plant it in the solution notebook, autograde, and require exactly the
+``fails`` test cells to lose points.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpudl import notebooks, pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTANTS = ROOT / "tests" / "mutants"
+SECRET = "gpudl-test-secret"
+
+# Notebooks run headless and quietly.
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    lab: str
+    name: str
+    cell: str
+    fails: tuple[str, ...]
+    description: str
+    source: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.lab}/{self.name}"
+
+
+def parse_mutant(path: Path) -> Mutant:
+    text = path.read_text()
+    header = dict(re.findall(r"^# (mutant|cell|fails): *(.*)$", text, re.M))
+    missing = {"mutant", "cell"} - set(header)
+    if missing:
+        raise ValueError(f"{path}: header lacks {sorted(missing)}")
+    body = "\n".join(ln for ln in text.splitlines() if not re.match(r"^# (mutant|cell|fails):", ln)).strip("\n")
+    fails = tuple(f.strip() for f in header.get("fails", f"test_{header['cell']}").split(",") if f.strip())
+    return Mutant(path.parent.name, path.stem, header["cell"].strip(), fails, header["mutant"].strip(), body)
+
+
+def all_mutants() -> list[Mutant]:
+    return [parse_mutant(p) for p in sorted(MUTANTS.glob("*/*.py"))]
+
+
+def lab_names() -> list[str]:
+    return pipeline.lab_names(ROOT)
+
+
+class LabCourse:
+    """A scratch course for one lab: its release, its gradebook, and autograding into it."""
+
+    def __init__(self, lab: str, workdir: Path):
+        self.lab = lab
+        self.workdir = workdir
+        self.released_path = pipeline.generate(lab, ROOT, workdir / "course")
+        self.released = nbformat.read(str(self.released_path), as_version=4)
+        self.solution_path = ROOT / "solutions" / lab / f"{lab}.ipynb"
+        self.solution = nbformat.read(str(self.solution_path), as_version=4)
+        self.points = notebooks.graded_cells(self.released)
+        self.base_gradebook = workdir / "base.db"
+        self.base_gradebook.write_bytes((workdir / "course" / "gradebook.db").read_bytes())
+
+    def autograde(self, student: str, nb: nbformat.NotebookNode | Path):
+        path = nb if isinstance(nb, Path) else self.workdir / f"{student}.ipynb"
+        if not isinstance(nb, Path):
+            nbformat.write(nb, str(path))
+        result, _db = pipeline.autograde_student(
+            self.lab, student, path, self.base_gradebook, self.workdir / "students",
+            seed=pipeline.student_seed(SECRET, self.lab, student))
+        graded = nbformat.read(str(result.autograded), as_version=4) if result.autograded else None
+        return result, graded
+
+
+@pytest.fixture(scope="session")
+def lab_course(tmp_path_factory):
+    cache: dict[str, LabCourse] = {}
+
+    def get(lab: str) -> LabCourse:
+        if lab not in cache:
+            cache[lab] = LabCourse(lab, tmp_path_factory.mktemp(lab))
+        return cache[lab]
+
+    return get

@@ -1,0 +1,3 @@
+# mutant: believes latency is always 1/throughput
+# cell: fps_answer
+FPS_ANSWER = "A"

@@ -1,0 +1,3 @@
+# mutant: picks one batch size
+# cell: fps_answer
+FPS_ANSWER = "C"

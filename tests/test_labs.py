@@ -1,0 +1,81 @@
+"""Every lab under solutions/: the release is what nbgrader makes of the solution, the
+solution autogrades to full marks, the release to zero, and every mutant loses exactly the
+points of the exercise it breaks."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from gpudl import notebooks
+from conftest import ROOT, all_mutants, lab_names
+
+LABS = lab_names()
+MUTANTS = all_mutants()
+pytestmark = pytest.mark.slow
+
+
+def _outputs(cell):
+    return cell.get("outputs", []) if cell.cell_type == "code" else []
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_release_is_what_nbgrader_generates(lab, lab_course):
+    course = lab_course(lab)
+    committed = ROOT / "labs" / lab / f"{lab}.ipynb"
+    assert committed.is_file(), f"labs/{lab}/{lab}.ipynb is missing: run `gpudl release {lab}`"
+    assert json.loads(committed.read_text()) == json.loads(course.released_path.read_text()), (
+        f"labs/{lab} is out of date with solutions/{lab}: run `gpudl release {lab}` and commit the result")
+    extra = {p.name for p in committed.parent.iterdir()} ^ {p.name for p in course.released_path.parent.iterdir()}
+    assert not extra, f"labs/{lab} and the generated release differ in files: {sorted(extra)}"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_solution_scores_full_marks_quietly(lab, lab_course):
+    course = lab_course(lab)
+    result, graded = course.autograde("solution", course.solution_path)
+    assert result.graded, result.reason
+    assert result.scores == course.points, f"lost points: {result.notes}"
+    for cell in graded.cells:
+        for out in _outputs(cell):
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id", "?")
+            assert out.output_type != "error", f"cell {gid} raised {out.ename}: {out.evalue}"
+            if cell.metadata.get("nbgrader", {}).get("grade"):
+                assert not (out.output_type == "stream" and out.name == "stderr"), (
+                    f"test cell {gid} writes to stderr (nbgrader scores that 0): {out.text[:300]}")
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_release_scores_zero(lab, lab_course):
+    course = lab_course(lab)
+    result, _ = course.autograde("release", course.released_path)
+    assert result.graded, result.reason
+    assert result.score == 0, f"the unanswered release earns {result.scores}"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_exercise_has_mutants(lab, lab_course):
+    course = lab_course(lab)
+    solution_cells = [c.metadata.nbgrader["grade_id"] for c in course.solution.cells
+                      if c.metadata.get("nbgrader", {}).get("solution") and not c.metadata.nbgrader.get("grade")]
+    counts = {cell: sum(m.cell == cell for m in MUTANTS if m.lab == lab) for cell in solution_cells}
+    thin = {c: n for c, n in counts.items() if n < 2}
+    assert not thin, f"exercises of {lab} with fewer than two mutants: {thin}"
+    for m in (m for m in MUTANTS if m.lab == lab):
+        assert m.cell in solution_cells, f"mutant {m.name} replaces unknown solution cell {m.cell!r}"
+        assert set(m.fails) <= set(course.points), f"mutant {m.name} names unknown test cells {m.fails}"
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+def test_mutant_loses_its_exercise_points_only(mutant, lab_course):
+    course = lab_course(mutant.lab)
+    planted = notebooks.replace_source(course.solution, mutant.cell, mutant.source)
+    result, _ = course.autograde(f"m-{mutant.name}"[:60], planted)
+    assert result.graded, result.reason
+    for cell, points in course.points.items():
+        got = result.scores.get(cell, 0.0)
+        if cell in mutant.fails:
+            assert got < points, f"{mutant.description!r}: {cell} still earns {got}/{points}"
+        else:
+            assert got == points, f"{mutant.description!r} also costs {cell} ({got}/{points}): {result.notes}"
