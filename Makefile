@@ -21,8 +21,8 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
-lab: setup                           ## open JupyterLab on the student notebooks
-	$(BIN)/gpudl lab
+lab: setup                           ## open JupyterLab on the student notebooks (LAB_ARGS="--port 8888 --no-browser")
+	$(BIN)/gpudl lab $(LAB_ARGS)
 
 test: setup                          ## run every test: package, course notebooks, grading round trips
 	$(BIN)/python -m pytest -n 2 --durations=15

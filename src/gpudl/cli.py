@@ -118,6 +118,11 @@ def lab(args: argparse.Namespace) -> int:
         cmd.append(f"--port={args.port}")
     if args.no_browser:
         cmd.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")      # containers and CI runners often run as root
+    if args.token is not None:
+        cmd.append(f"--IdentityProvider.token={args.token}")
+    cmd.extend(args.extra)
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     return subprocess.call(cmd, cwd=root, env=env)
 
@@ -125,7 +130,7 @@ def lab(args: argparse.Namespace) -> int:
 def run_labs(args: argparse.Namespace) -> int:
     from .runlabs import run_labs as do_run
     return do_run(device=args.device, report=Path(args.report), only=args.only, timeout=args.timeout,
-                  benchmarks=not args.no_bench)
+                  benchmarks=not args.no_bench, root=Path(args.root) if args.root else None)
 
 
 def _benchmarks() -> dict:
@@ -161,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("lab", help="open JupyterLab on labs/")
     p.add_argument("--port", type=int)
     p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--token", help="the server's access token (default: JupyterLab makes one)")
     p.set_defaults(fn=lab)
 
     p = sub.add_parser("release", help="regenerate labs/ from solutions/")
@@ -185,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", help="only notebooks whose name contains this (repeatable)")
     p.add_argument("--timeout", type=int, default=600, help="seconds per notebook")
     p.add_argument("--no-bench", action="store_true", help="skip the performance table")
+    p.add_argument("--root", help="the course repository (default: the one around the current directory)")
     p.set_defaults(fn=run_labs)
 
     p = sub.add_parser("bench", help="run a unit's benchmark")
@@ -193,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--list", action="store_true")
     p.set_defaults(fn=bench)
 
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if args.cmd == "lab":
+        args.extra = unknown            # e.g. --ServerApp.ip=127.0.0.1, passed on to jupyter lab
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args.fn(args)
 
 

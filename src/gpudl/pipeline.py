@@ -327,8 +327,8 @@ def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", f"cell {index}")
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
-                if out.get("ename") == "CellTimeoutError":
-                    lines.append(f"cell '{gid}' timed out")
+                if out.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):   # nbgrader interrupts at the limit
+                    lines.append(f"cell '{gid}' timed out (interrupted at the per-cell limit)")
                 elif gid in graded:
                     first = (out.get("evalue") or "").strip().splitlines()
                     lines.append(f"{gid}: {out.get('ename')}: {first[0][:160] if first else ''}")

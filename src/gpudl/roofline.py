@@ -243,7 +243,8 @@ def limiter(math_utilization: float, memory_utilization: float, threshold: float
 
 @reference
 def roofline_plot(spec: GPUSpec | str, dtype: Any = "fp16", ops: Iterable[Op] = (), *,
-                  tensor_cores: bool = True, ax: Any = None, intensity_range: tuple[float, float] = (0.05, 2000.0)):
+                  tensor_cores: bool = True, ax: Any = None, intensity_range: tuple[float, float] = (0.05, 2000.0),
+                  color: str = "black"):
     """Draw the roofline of ``spec`` for ``dtype`` on log-log axes, with its ridge point and ``ops``.
 
     Returns the matplotlib Axes. The roof is ``ax.lines[0]``.
@@ -261,7 +262,7 @@ def roofline_plot(spec: GPUSpec | str, dtype: Any = "fp16", ops: Iterable[Op] = 
     ridge = peak / bw
     lo, hi = intensity_range
     x = np.geomspace(min(lo, ridge / 10), max(hi, ridge * 10), 256)
-    ax.loglog(x, np.minimum(peak, x * bw), color="black", lw=2,
+    ax.loglog(x, np.minimum(peak, x * bw), color=color, lw=2,
               label=f"{spec.name} {normalize_dtype(dtype)}: {peak / 1e12:.0f} TFLOP/s, {bw / 1e9:.0f} GB/s")
     ax.axvline(ridge, color="gray", ls=":", lw=1)
     ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points", xytext=(5, -15),

@@ -195,7 +195,8 @@ def assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
     scale = float(np.sqrt(np.mean(e[finite] ** 2))) if finite.any() else 1.0
     scale = scale if scale > 0 else 1.0
     with np.errstate(invalid="ignore"):
-        err = np.where(finite, np.abs(a - e), np.where(a == e, 0.0, np.inf))
+        same = (a == e) | (np.isnan(a) & np.isnan(e))     # matching inf/nan where the reference has them
+        err = np.where(finite, np.abs(a - e), np.where(same, 0.0, np.inf))
         limit = atol * scale + rtol * np.abs(np.where(finite, e, 0.0))
     bad = err > limit
     if not bad.any():
@@ -219,7 +220,7 @@ def assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
             hint = ratio_hint(float(ratios[0]), 1.0, hints)
             if hint:
                 lines.append(f"every mismatch is off by {hint}")
-    if n_bad == e.size and e.ndim == 2 and e.shape[0] == e.shape[1] and np.allclose(a, e.T, rtol=rtol, atol=atol * scale):
+    if e.ndim == 2 and e.shape[0] == e.shape[1] and np.allclose(a, e.T, rtol=rtol, atol=atol * scale):
         lines.append("your result is the transpose of the expected one")
     raise GradingError("\n".join(lines))
 

@@ -1,0 +1,65 @@
+"""The gpudl command: doctor's verdicts, release into a course copy, the benchmark registry."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpudl import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run(*args: str, env: dict | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpudl", *args], cwd=cwd, capture_output=True, text=True,
+                          env=env or dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"), timeout=600)
+
+
+def test_doctor_passes_here_and_names_the_device():
+    res = run("doctor")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "device" in res.stdout and "all good" in res.stdout
+    assert "lab01_performance_basics" in res.stdout
+
+
+def test_doctor_fails_with_a_fix_when_alembic_is_not_on_path(tmp_path):
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python").symlink_to(sys.executable)
+    env = dict(os.environ, PATH=f"{shim}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    res = run("doctor", env=env)
+    assert res.returncode == 1
+    assert "alembic" in res.stdout and "PATH" in res.stdout
+
+
+def test_release_regenerates_a_lab_in_a_course_copy(tmp_path):
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "solutions", course / "solutions")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    res = run("release", "lab01_performance_basics", cwd=course)
+    assert res.returncode == 0, res.stdout + res.stderr
+    made = course / "labs" / "lab01_performance_basics" / "lab01_performance_basics.ipynb"
+    assert made.read_text() == (ROOT / "labs" / "lab01_performance_basics" / made.name).read_text()
+    assert "### BEGIN SOLUTION" not in made.read_text()
+
+
+def test_release_of_an_unknown_lab_says_which_exist(tmp_path):
+    res = run("release", "lab99_nothing")
+    assert res.returncode != 0 and "lab01_performance_basics" in (res.stdout + res.stderr)
+
+
+def test_unknown_arguments_are_refused_except_for_lab():
+    with pytest.raises(SystemExit):
+        cli.main(["doctor", "--frobnicate"])
+
+
+def test_every_registered_benchmark_is_callable():
+    for name, fn in cli._benchmarks().items():
+        assert callable(fn), name
+    res = run("bench", "--list")
+    assert res.returncode == 0

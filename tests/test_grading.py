@@ -1,0 +1,172 @@
+"""gpudl.grading: comparisons that teach, seeded cases, the guard, and quietness."""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from gpudl import grading
+from gpudl.grading import Case, GradingError, ReferenceUsedError, assert_close, check_cases, reference
+from gpudl.hardware import peak_flops
+
+
+def message(fn, *args, **kwargs) -> str:
+    with pytest.raises(GradingError) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+# --- tolerances ------------------------------------------------------------------------
+
+def test_tolerance_grows_with_eps_and_reduction_length():
+    rt32, _ = grading.tolerance("fp32")
+    rt16, _ = grading.tolerance("fp16")
+    assert rt16 > rt32 * 1000
+    assert grading.tolerance("fp32", 1024)[0] == pytest.approx(32 * rt32)
+    assert grading.tolerance("int8") == (0.0, 0.0)
+    with pytest.raises(ValueError):
+        grading.tolerance("fp32", 0)
+
+
+def test_fp32_rounding_passes_and_fp16_rounding_fails_in_fp32():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 256)), rng.standard_normal((256, 32))
+    exact = a @ b
+    assert_close((a.astype(np.float32) @ b.astype(np.float32)), exact, dtype="fp32", k=256)
+    rounded16 = (a.astype(np.float16).astype(np.float32) @ b.astype(np.float16).astype(np.float32))
+    assert "differ from the reference" in message(assert_close, rounded16, exact, dtype="fp32", k=256)
+    assert_close(rounded16, exact, dtype="fp16", k=256)
+
+
+# --- messages ------------------------------------------------------------------------------
+
+def test_shape_messages_name_the_likely_mistake():
+    assert "swap axes" in message(assert_close, np.zeros((2, 4, 3)), np.zeros((2, 3, 4)))
+    assert "reshape" in message(assert_close, np.zeros((6, 4)), np.zeros((3, 8)))
+    assert "size-1" in message(assert_close, np.zeros((3, 1)), np.zeros((3,)))
+    assert "one dimension fewer" in message(assert_close, np.zeros((3,)), np.zeros((2, 3)))
+
+
+def test_value_messages_count_locate_and_hint():
+    expected = np.arange(1.0, 13.0).reshape(3, 4)
+    actual = expected.copy()
+    actual[2, 1] += 5
+    msg = message(assert_close, actual, expected)
+    assert "1 of 12 values" in msg and "(2, 1)" in msg and "got 15" in msg and "expected 10" in msg
+    assert "factor of 2" in message(assert_close, 2 * expected, expected)
+    assert "transpose" in message(assert_close, np.arange(9.0).reshape(3, 3).T, np.arange(9.0).reshape(3, 3))
+    assert "1e3" in message(assert_close, 1.5e15, 1.5e12)
+    assert "percentage" in message(assert_close, 20.0, 0.2)
+
+
+def test_nan_inf_and_none_are_reported():
+    assert "NaN" in message(assert_close, np.array([1.0, np.nan]), np.array([1.0, 2.0]))
+    assert "infinite" in message(assert_close, np.array([np.inf, 1.0]), np.array([1.0, 2.0]))
+    assert "return" in message(assert_close, None, 1.0)
+    assert_close(np.array([np.nan, np.inf]), np.array([np.nan, np.inf]))   # same non-finite values agree
+
+
+def test_torch_tensors_and_scalars_compare():
+    assert_close(torch.tensor([1.0, 2.0], dtype=torch.bfloat16), np.array([1.0, 2.0]), dtype="bf16")
+    assert_close(np.float32(3.0), 3.0)
+    assert_close([[1.0]], 1.0)
+
+
+def test_extra_hints_take_precedence():
+    msg = message(assert_close, 1e-6, 1.0, hints={1e-6: "the clock is in MHz"})
+    assert "the clock is in MHz" in msg
+
+
+def test_assert_equal():
+    grading.assert_equal("Memory ", "memory")
+    assert "compute" in message(grading.assert_equal, "compute", "memory", hint="below the ridge")
+
+
+# --- seeded randomness -------------------------------------------------------------------
+
+def test_rng_depends_on_the_secret_and_the_exercise(monkeypatch):
+    monkeypatch.setenv(grading.SEED_ENV, "secret-1")
+    a = grading.rng("lab01.x").integers(0, 2**31, 4)
+    b = grading.rng("lab01.x").integers(0, 2**31, 4)
+    c = grading.rng("lab01.y").integers(0, 2**31, 4)
+    monkeypatch.setenv(grading.SEED_ENV, "secret-2")
+    d = grading.rng("lab01.x").integers(0, 2**31, 4)
+    assert (a == b).all() and not (a == c).all() and not (a == d).all()
+
+
+# --- the guard ----------------------------------------------------------------------------
+
+@reference
+def _ref_square(x):
+    return x * x
+
+
+def test_guard_refuses_the_reference_only_inside_and_only_from_outside():
+    def cheat(x):
+        return _ref_square(x)
+
+    assert cheat(3) == 9
+    with pytest.raises(ReferenceUsedError, match="reference"):
+        grading.call_student(cheat, 3, forbid=[_ref_square])
+    assert cheat(3) == 9                              # restored afterwards
+
+
+def test_package_internal_calls_are_allowed():
+    # roofline.attainable_flops calls hardware.peak_flops internally: that is not the student's call
+    from gpudl import roofline
+    assert grading.call_student(lambda: roofline.attainable_flops(1.0, "A100"), forbid=[peak_flops]) > 0
+    with pytest.raises(ReferenceUsedError):
+        grading.call_student(lambda: peak_flops("A100"), forbid=[peak_flops])
+
+
+def test_guard_refuses_library_routines_even_when_imported_early():
+    from torch.nn.functional import conv2d as early_conv
+    import torch.nn.functional as F
+
+    x, w = torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1)
+    for fn in (lambda: F.conv2d(x, w), lambda: early_conv(x, w)):
+        with pytest.raises(ReferenceUsedError, match="conv2d"):
+            grading.call_student(fn, forbid=["torch.nn.functional.conv2d"])
+    assert F.conv2d(x, w).shape == (1, 1, 3, 3)       # restored
+    assert sys.getprofile() is None
+
+
+def test_guard_rejects_unknown_things():
+    with pytest.raises(TypeError):
+        with grading.guard(len):
+            pass
+
+
+# --- running student code -------------------------------------------------------------
+
+def test_call_student_is_quiet_and_explains_failures(capfd):
+    def noisy(x):
+        print("hello")
+        print("oops", file=sys.stderr)
+        warnings.warn("careful")
+        return x
+
+    assert grading.call_student(noisy, 5) == 5
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    assert "not implemented" in message(grading.call_student, lambda: (_ for _ in ()).throw(NotImplementedError()))
+    assert "ZeroDivisionError" in message(grading.call_student, lambda: 1 / 0)
+    assert "expected a function" in message(grading.call_student, 3)
+
+
+def test_check_cases_names_the_failing_case():
+    cases = [Case((2,)), Case((3,), label="three")]
+    check_cases(lambda x: x * x, _ref_square, cases)
+    msg = message(check_cases, lambda x: x * x if x < 3 else 0, _ref_square, cases)
+    assert msg.startswith("<lambda> on three") and "expected 9" in msg
+
+
+def test_grading_active(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert not grading.grading_active()
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert grading.grading_active()

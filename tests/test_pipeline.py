@@ -1,0 +1,167 @@
+"""gpudl grade: one broken submission never stops the others, and every row says why."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpudl import notebooks, pipeline
+from conftest import ROOT, SECRET
+
+LAB = "lab01_performance_basics"
+SOLUTION = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
+RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+pytestmark = pytest.mark.slow
+
+
+def student_copy() -> nbformat.NotebookNode:
+    """What a good student hands in: the release with every solution cell filled in."""
+    release, solution = notebooks.read(RELEASE), notebooks.read(SOLUTION)
+    for cell in release.cells:
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        if nbg.get("solution"):
+            cell.source = notebooks.find_cell(solution, nbg["grade_id"]).source
+    return release
+
+
+def write(nb, folder: Path, name: str = f"{LAB}.ipynb") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(folder / name))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    subs = tmp_path_factory.mktemp("submissions")
+    good = student_copy()
+    write(notebooks.read(SOLUTION), subs / "alice")
+    write(good, subs / "bob")
+    write(notebooks.replace_source(good, "peak_flops_from_units",
+                                   "def peak_flops_from_units(sms, fma, clock):\n    while True:\n        pass\n"),
+          subs / "carol")
+    (subs / "dave").mkdir()
+    (subs / "dave" / f"{LAB}.ipynb").write_text('{"cells": [ {"cell_type": "code", ')
+    write(good, subs / "erin", "my_lab01_final.ipynb")
+    dup = student_copy()
+    copied = nbformat.from_dict(json.loads(json.dumps(notebooks.find_cell(dup, "bound"))))
+    copied.id = "copy-of-bound"            # Jupyter gives a pasted cell a new id, not new nbgrader metadata
+    dup.cells.insert(5, copied)
+    write(dup, subs / "frank")
+    wrong_bound = notebooks.replace_source(good, "bound", "def bound(f, b, p, w):\n    return 'compute'\n")
+    grace = nbformat.from_dict(json.loads(json.dumps(wrong_bound)))
+    grace.cells = [c for c in grace.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") != "test_bound"]
+    write(grace, subs / "grace")
+    heidi = nbformat.from_dict(json.loads(json.dumps(wrong_bound)))
+    notebooks.find_cell(heidi, "test_bound").source = "assert True"
+    write(heidi, subs / "heidi")
+    write(notebooks.replace_source(good, "utilization", "import os\nos._exit(1)\n"), subs / "ivan")
+    out = tmp_path_factory.mktemp("out")
+    lines: list[str] = []
+    results = pipeline.grade(LAB, subs, out, root=ROOT, secret=SECRET, jobs=2, cell_timeout=15,
+                             student_timeout=300, progress=False, echo=lines.append)
+    return out, {r.student: r for r in results}, lines
+
+
+def test_correct_submissions_get_full_marks(graded):
+    out, results, _ = graded
+    for student in ("alice", "bob"):
+        assert results[student].graded and results[student].score == results[student].max_score == 32, results[student]
+    rows = pipeline.read_scores(out / "grades.csv")
+    assert rows["alice"]["score"] == rows["bob"]["score"] == 32
+
+
+def test_every_submission_has_a_row_with_its_reason(graded):
+    out, results, lines = graded
+    rows = pipeline.read_scores(out / "grades.csv")
+    assert set(rows) == {"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan"}
+    assert "invalid notebook" in rows["dave"]["reason"] and rows["dave"]["score"] == 0
+    assert "renamed notebook" in rows["erin"]["reason"] and "my_lab01_final.ipynb" in rows["erin"]["reason"]
+    assert "duplicated cell" in rows["frank"]["reason"] and "'bound'" in rows["frank"]["reason"]
+    assert "kernel died" in rows["ivan"]["reason"] and rows["ivan"]["status"] == "not graded"
+    for student in ("dave", "erin", "frank", "ivan"):
+        assert rows[student]["status"] == "not graded" and rows[student]["score"] == 0
+        assert any(line.startswith(f"{student}: NOT GRADED") for line in lines)
+
+
+def test_an_infinite_loop_costs_only_its_exercise(graded):
+    _, results, _ = graded
+    carol = results["carol"]
+    assert carol.graded and carol.scores["test_peak_flops_from_units"] == 0
+    assert carol.score == 32 - 4
+    assert any("timed out" in n for n in carol.notes), carol.notes
+
+
+def test_deleted_or_edited_tests_are_restored_and_graded(graded):
+    _, results, _ = graded
+    for student, word in (("grace", "deleted"), ("heidi", "edited")):
+        r = results[student]
+        assert r.graded and r.scores["test_bound"] == 0, r
+        assert r.score == 32 - 4
+        assert any(f"'test_bound' was {word}" in n for n in r.notes), r.notes
+
+
+def test_gradebook_and_feedback(graded):
+    from nbgrader.api import Gradebook
+
+    out, results, _ = graded
+    with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=pipeline.COURSE_ID) as gb:
+        scores = {s.student.id: s.score for s in gb.assignment_submissions(LAB)}
+        assert {s.id for s in gb.students} >= set(results)
+    assert scores["alice"] == scores["bob"] == 32 and scores["grace"] == 28 and scores["carol"] == 28
+    html = (out / "feedback" / "alice" / LAB / f"{LAB}.html").read_text()
+    assert "peak_flops_from_units" in html
+    assert "hidden=True" not in html and "HIDDEN TESTS" not in html, "feedback shows hidden tests"
+
+
+def test_lms_layouts_are_recognised(tmp_path):
+    good = nbformat.writes(student_copy())
+    canvas = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(canvas, "w") as zf:
+        zf.writestr(f"doejane_12345_67890_{LAB}.ipynb", good)
+        zf.writestr(f"roe_LATE_222_333_{LAB}-1.ipynb", good)
+        zf.writestr("smith_1_2_notes.ipynb", good)
+    subs = {s.student: s for s in pipeline.find_submissions(canvas, LAB, workdir=tmp_path / "w1")}
+    assert set(subs) == {"doejane", "roe", "smith"}
+    assert subs["doejane"].notebook and subs["roe"].notebook and "renamed" in subs["smith"].problem
+    moodle = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(moodle, "w") as zf:
+        zf.writestr(f"all/Jane Doe_1001_assignsubmission_file_/{LAB}.ipynb", good)
+        zf.writestr(f"all/Max Roe_1002_assignsubmission_file_/work/{LAB}.ipynb", good)
+        zf.writestr("all/Empty One_1003_assignsubmission_file_/readme.txt", "hi")
+    subs = {s.student: s for s in pipeline.find_submissions(moodle, LAB, workdir=tmp_path / "w2")}
+    assert set(subs) == {"Jane-Doe", "Max-Roe", "Empty-One"}
+    assert subs["Max-Roe"].notebook.name == f"{LAB}.ipynb" and "no notebook" in subs["Empty-One"].problem
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../escape.ipynb", good)
+    with pytest.raises(ValueError, match="unsafe"):
+        pipeline.find_submissions(evil, LAB, workdir=tmp_path / "w3")
+
+
+def test_cli_grades_a_zip_and_regrades_in_place(graded, tmp_path):
+    out, _, _ = graded
+    zipped = tmp_path / "late.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr(f"bob/{LAB}.ipynb", nbformat.writes(notebooks.read(RELEASE)))   # bob regraded: now blank
+    env = dict(os.environ, GPUDL_SECRET=SECRET, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
+    res = subprocess.run([sys.executable, "-m", "gpudl", "grade", LAB, str(zipped), "--out", str(out)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "bob: 0/32" in res.stdout
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=pipeline.COURSE_ID) as gb:
+        scores = {s.student.id: s.score for s in gb.assignment_submissions(LAB)}
+    assert scores["bob"] == 0 and scores["alice"] == 32      # bob replaced, the others kept
+
+
+def test_secret_file_is_created_once_and_private(tmp_path, monkeypatch):
+    monkeypatch.delenv(pipeline.SECRET_ENV, raising=False)
+    first = pipeline.load_secret(tmp_path)
+    assert first == pipeline.load_secret(tmp_path) and len(first) == 32
+    assert (tmp_path / pipeline.SECRET_FILE).stat().st_mode & 0o077 == 0
+    assert pipeline.student_seed(first, LAB, "a") != pipeline.student_seed(first, LAB, "b")
