@@ -124,6 +124,10 @@ def lab(args: argparse.Namespace) -> int:
         cmd.append(f"--IdentityProvider.token={args.token}")
     cmd.extend(args.extra)
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    from .hardware import device
+    if device() == "cpu":
+        # Kernels inherit this: Triton runs in its interpreter even if a notebook imports triton before gpudl.
+        env.setdefault("TRITON_INTERPRET", "1")
     return subprocess.call(cmd, cwd=root, env=env)
 
 

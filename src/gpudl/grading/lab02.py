@@ -1,0 +1,681 @@
+"""Checks for lab02_matmul_flops.
+
+Each check takes the student's function and ``hidden=False`` (the public cases shown in the
+released notebook) or ``hidden=True`` (cases drawn from the instructor's secret seed, plus
+edge cases). Measurements are never compared with an absolute time: the student's timer and
+``gpudl.bench`` time *the same work in the same run*, and the ratio must be near 1.
+
+The timers are checked against work of known duration that shows each classic mistake:
+
+- on the CPU, ``_SleepWork``: it sleeps a known time, its first call is slow (as first calls
+  are), and (hidden) every few calls one is slow, so a mean is pulled up and a median is not;
+- for the GPU timer, ``gpudl.bench.SimulatedGPU``: asynchronous work on a timeline, so a
+  timer that does not synchronise sees only the launch, exactly as on a real GPU; on a GPU
+  the same check also times a real matmul against ``gpudl.bench.time_cuda``.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import bench, hardware
+from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, guard, quiet, ratio_hint,
+               rng)
+
+LAB = "lab02"
+
+# A figure agrees with gpudl.bench's on the same work when their ratio is within this band.
+LOW, HIGH = 0.75, 1.4
+
+_TIMER_FORBID = (bench.time_cpu, bench.time_cuda, bench.matmul_tflops, "gpudl.bench.measure",
+                 "triton.testing.do_bench")
+
+
+def _fmt(seconds: float) -> str:
+    return bench._fmt_time(seconds) if seconds > 0 else f"{seconds:.3g} s"
+
+
+def _as_seconds(value: Any, what: str) -> float:
+    if value is None:
+        raise GradingError(f"{what} returned None: did you forget a `return`?")
+    if hasattr(value, "median") and not isinstance(value, (int, float)):
+        raise GradingError(f"{what} returned a {type(value).__name__}; return the median in seconds, a float")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise GradingError(f"{what} returned {value!r}; return the median time in seconds, a float") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise GradingError(f"{what} returned {seconds!r}; a time is finite and non-negative")
+    return seconds
+
+
+# --- 1. the FLOP count ------------------------------------------------------------------------
+
+def gemm_flops(fn: Callable, hidden: bool = False) -> None:
+    """``fn(m, n, k)`` -> FLOPs of C = A @ B with A (m, k) and B (k, n)."""
+    __tracebackhide__ = True
+    if not hidden:
+        cases = [Case((2000, 2000, 2000), label="the seed's N = 2000 (16 GFLOP)"),
+                 Case((4096, 1024, 512), label="m=4096, n=1024, k=512")]
+    else:
+        g = rng(f"{LAB}.gemm_flops")
+        cases = [Case(tuple(int(v) for v in g.integers(1, 20000, size=3))) for _ in range(6)]
+        cases += [Case((1, 1, 1), label="1 x 1 times 1 x 1"), Case((1, 4096, 7), label="a row vector times a matrix"),
+                  Case((3, 5, 7), label="m=3, n=5, k=7 (all different)")]
+    check_cases(fn, bench.gemm_flops, cases, forbid=[bench.gemm_flops], label="the GEMM FLOP count",
+                rtol=0.0, atol=0.0, dtype="int8",
+                hints={0.5: "a factor of 1/2: each of the m*n*k multiply-adds is 2 FLOPs"})
+
+
+# --- 2. the CPU timer ---------------------------------------------------------------------------
+
+class _SleepWork:
+    """CPU work of known cost: ``seconds`` of sleep per call; the first call takes
+    ``first_call_s`` more, and every ``slow_every``-th call ``slow_factor`` times as long."""
+
+    def __init__(self, seconds: float, first_call_s: float = 0.0, slow_every: int = 0, slow_factor: float = 1.0):
+        self.seconds, self.first_call_s = seconds, first_call_s
+        self.slow_every, self.slow_factor = slow_every, slow_factor
+        self.calls = 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+        d = self.seconds
+        if self.slow_every and self.calls % self.slow_every == 0:
+            d *= self.slow_factor
+        if self.calls == 1:
+            d += self.first_call_s
+        time.sleep(d)
+
+    def describe(self) -> str:
+        parts = [f"work that takes {_fmt(self.seconds)} per call"]
+        if self.first_call_s:
+            parts.append(f"{_fmt(self.first_call_s)} more on its first call")
+        if self.slow_every:
+            parts.append(f"every {self.slow_every}th call {self.slow_factor:g}x slower")
+        return ", ".join(parts)
+
+
+def _timer_problem(got: float, ref: float, probe: dict[str, Any], *, gpu: bool) -> str | None:
+    """Why a timer's figure is wrong, or None when it is right.
+
+    The work's cost ``probe["seconds"]`` is known (0 when it is not: real GPU work). No honest
+    timer reports less than that; a busy machine can only add time, and it adds it to
+    gpudl.bench's measurement in the same run too, so the upper limit follows bench's figure.
+    """
+    d = probe["seconds"]
+    low, high = (0.85 * d, max(1.4 * d, 1.3 * ref)) if d else (LOW * ref, HIGH * ref)
+    if low <= got <= high:
+        return None
+    base = d or ref
+    ratio = got / base
+    head = (f"on {probe['label']}, your timer reports {_fmt(got)} but the work takes {_fmt(base)} "
+            f"(gpudl.bench measures {_fmt(ref)} on the same work)")
+    if gpu and ratio < 0.3:
+        return (head + ".\nYour timer stopped before the device finished: it measured the *launch*, not the work. "
+                "GPU calls are asynchronous: fn() returns as soon as the work is queued. Synchronise: record "
+                "events around each run and call gpu.synchronize() (or end.synchronize()) before reading "
+                "elapsed_time; with a host clock, call gpu.synchronize() before reading the clock. The missing "
+                "synchronisation is why the lecture's code reports thousands of 'TFLOP/s'.")
+    if 500 < ratio < 2000:
+        extra = " CUDA events' elapsed_time is in milliseconds." if gpu else ""
+        return head + f": about 1000x, milliseconds instead of seconds?{extra} Return seconds."
+    cold = probe.get("first_call_s", 0.0)
+    if cold and abs(got - (cold + d)) <= 0.15 * (cold + d):
+        return (head + f".\nThat is the cost of the first call ({_fmt(cold)} of one-off work: loading, compiling, "
+                "allocating). Warm up: call fn `warmup` times untimed, then time `repeats` runs.")
+    if got > high:
+        return (head + ".\nToo slow: a mean over runs that include the slow first call, or that a few slow runs "
+                "pull up? Time only the runs after the warm-up and report their median (statistics.median), which "
+                "one slow run cannot move.")
+    return (head + ".\nToo fast: do you divide by the number of runs twice, or time less than one whole call of "
+            "fn?")
+
+
+def _judge_timer(measure_once: Callable[[], tuple[float, float, int]], probe: dict[str, Any], *, gpu: bool) -> int:
+    """Run ``measure_once`` -> (student's figure, bench's figure, calls of fn); a wrong figure is
+    measured once more (a busy machine can delay one run) before it fails. Returns the calls."""
+    __tracebackhide__ = True
+    got, ref, calls = measure_once()
+    problem = _timer_problem(got, ref, probe, gpu=gpu)
+    if problem is not None:
+        got, ref, calls = measure_once()
+        problem = _timer_problem(got, ref, probe, gpu=gpu)
+    if problem is not None:
+        raise GradingError(problem)
+    return calls
+
+
+def _run_timer(fn: Callable, work: Callable, *extra: Any, warmup: int, repeats: int, what: str, gpu: bool) -> float:
+    """The student's timer on ``work``, quiet and guarded; a not-ready event is a missing
+    synchronisation."""
+    __tracebackhide__ = True
+    if not callable(fn):
+        raise GradingError(f"expected a function, got {type(fn).__name__}: did you overwrite its name?")
+    with quiet(), guard(*_TIMER_FORBID, label="the timer exercise"):
+        try:
+            value = fn(work, *extra, warmup=warmup, repeats=repeats)
+        except GradingError:
+            raise
+        except NotImplementedError as exc:
+            raise GradingError(f"{what} is not implemented yet (it raised NotImplementedError)") from exc
+        except RuntimeError as exc:
+            if gpu and "not ready" in str(exc):
+                raise GradingError(
+                    f"{what} read an event the device had not reached yet ({exc}).\nGPU work is asynchronous: "
+                    "synchronise (gpu.synchronize() or end.synchronize()) before elapsed_time.") from None
+            raise GradingError(f"{what} raised RuntimeError: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - student code
+            raise GradingError(f"{what} raised {type(exc).__name__}: {exc}") from exc
+    return _as_seconds(value, what)
+
+
+def _check_calls(calls: int, warmup: int, repeats: int, what: str) -> None:
+    __tracebackhide__ = True
+    if calls != warmup + repeats:
+        raise GradingError(f"{what} called fn {calls} times; with warmup={warmup} and repeats={repeats} it should "
+                           f"call it {warmup + repeats} times: {warmup} untimed warm-up runs, then {repeats} timed ones")
+
+
+def _cpu_probes(hidden: bool) -> list[dict[str, Any]]:
+    # Work of 10 ms, so that a busy machine's scheduling delays stay small beside it; one call in
+    # five 6x slower, so that a mean moves and a median does not.
+    if not hidden:
+        return [dict(label="work of 10 ms whose first call takes 70 ms more", seconds=0.01, first_call_s=0.07,
+                     warmup=1, repeats=5),
+                dict(label="work of 10 ms, every 5th call 6x slower", seconds=0.01, slow_every=5, slow_factor=6.0,
+                     warmup=2, repeats=5)]
+    g = rng(f"{LAB}.cpu_timer")
+    probes = []
+    for _ in range(2):
+        d = float(g.uniform(0.008, 0.012))
+        probes.append(dict(label=f"work of {d * 1e3:.2f} ms, a 70 ms first call, every 5th call 6x slower",
+                           seconds=d, first_call_s=0.07, slow_every=5, slow_factor=6.0,
+                           warmup=int(g.integers(1, 4)), repeats=int(g.choice([5, 7, 9]))))
+    return probes
+
+
+def cpu_timer(fn: Callable, hidden: bool = False) -> None:
+    """``fn(work, warmup=..., repeats=...)`` -> median seconds of ``repeats`` timed calls after
+    ``warmup`` untimed ones."""
+    __tracebackhide__ = True
+    counts = []
+    for probe in _cpu_probes(hidden):
+        params = {k: probe.get(k, 0) for k in ("seconds", "first_call_s", "slow_every")}
+        params["slow_factor"] = probe.get("slow_factor", 1.0)
+        w, r = probe["warmup"], probe["repeats"]
+
+        def once(params=params, w=w, r=r):
+            work = _SleepWork(**params)
+            got = _run_timer(fn, work, warmup=w, repeats=r, what="cpu_timer", gpu=False)
+            with quiet():
+                ref = bench.time_cpu(_SleepWork(**params), warmup=w, min_runs=5, budget_s=0.3).median
+            return got, ref, work.calls
+
+        counts.append((_judge_timer(once, probe, gpu=False), w, r))
+    for calls, w, r in counts:          # after the figures: a wrong figure has the more telling message
+        _check_calls(calls, w, r, "cpu_timer")
+
+
+# --- 3. the GPU timer -----------------------------------------------------------------------------
+
+def _gpu_probes(hidden: bool) -> list[dict[str, Any]]:
+    if not hidden:
+        return [dict(label="asynchronous work of 5 ms on the simulated GPU", seconds=0.005, warmup=3, repeats=10),
+                dict(label="asynchronous work of 5 ms whose first call costs 40 ms of host time",
+                     seconds=0.005, first_call_s=0.04, warmup=3, repeats=10),
+                dict(label="asynchronous work of 5 ms, every 4th run 4x slower", seconds=0.005, slow_every=4,
+                     slow_factor=4.0, warmup=3, repeats=10)]
+    g = rng(f"{LAB}.gpu_timer")
+    d = float(g.uniform(0.004, 0.006))
+    w, r = int(g.integers(2, 5)), int(g.choice([8, 10, 12]))
+    return [dict(label=f"asynchronous work of {d * 1e3:.2f} ms", seconds=d, warmup=w, repeats=r),
+            dict(label=f"asynchronous work of {d * 1e3:.2f} ms, a 40 ms first call", seconds=d, first_call_s=0.04,
+                 warmup=w, repeats=r),
+            dict(label=f"asynchronous work of {d * 1e3:.2f} ms, every 4th run 4x slower", seconds=d, slow_every=4,
+                 slow_factor=4.0, warmup=w, repeats=r)]
+
+
+def gpu_timer(fn: Callable, hidden: bool = False) -> None:
+    """``fn(work, gpu, warmup=..., repeats=...)`` -> median seconds, timed with ``gpu``'s events.
+
+    Checked against a ``SimulatedGPU`` (asynchronous work of known duration) on any machine,
+    and on a GPU also against ``torch.cuda`` with a real matmul.
+    """
+    __tracebackhide__ = True
+    counts = []
+    for probe in _gpu_probes(hidden):
+        kw = dict(first_call_s=probe.get("first_call_s", 0.0), slow_every=probe.get("slow_every", 0),
+                  slow_factor=probe.get("slow_factor", 1.0))
+        w, r = probe["warmup"], probe["repeats"]
+
+        def once(probe=probe, kw=kw, w=w, r=r):
+            gpu = bench.SimulatedGPU()
+            work = gpu.kernel(probe["seconds"], **kw)
+            got = _run_timer(fn, work, gpu, warmup=w, repeats=r, what="gpu_timer", gpu=True)
+            gpu.synchronize()
+            ref_gpu = bench.SimulatedGPU()
+            with quiet():
+                ref = bench.time_cuda(ref_gpu.kernel(probe["seconds"], **kw), api=ref_gpu, warmup=w, min_runs=10,
+                                      budget_s=0.3).median
+            return got, ref, work.calls
+
+        counts.append((_judge_timer(once, probe, gpu=True), w, r))
+    for calls, w, r in counts:          # after the figures: a wrong figure has the more telling message
+        _check_calls(calls, w, r, "gpu_timer")
+    if hardware.device() == "cuda":
+        _gpu_timer_on_cuda(fn, hidden)
+
+
+def _gpu_timer_on_cuda(fn: Callable, hidden: bool) -> None:
+    __tracebackhide__ = True
+    import torch
+
+    n = 4096 if hidden else 2048
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(n, n, device="cuda", generator=g)   # (n, n)
+    b = torch.randn(n, n, device="cuda", generator=g)   # (n, n)
+    calls = [0]
+
+    def work():
+        calls[0] += 1
+        return torch.matmul(a, b)
+
+    probe = dict(label=f"a {n}x{n}x{n} FP32 matmul on the GPU (torch.cuda)", seconds=0.0)
+
+    def once():
+        calls[0] = 0
+        got = _run_timer(fn, work, torch.cuda, warmup=3, repeats=10, what="gpu_timer", gpu=True)
+        torch.cuda.synchronize()
+        with quiet():
+            ref = bench.time_cuda(lambda: torch.matmul(a, b), flush_l2=False).median
+        return got, ref, calls[0]
+
+    with bench.allow_tf32(False):
+        _check_calls(_judge_timer(once, probe, gpu=True), 3, 10, "gpu_timer")
+
+
+# --- 4. TFLOP/s of one matmul ------------------------------------------------------------------
+
+# The simulated device of these checks: slow enough that each matmul takes milliseconds, with
+# the 1 : 8 : 16 ratios of an A100's FP32, TF32 and FP16/BF16 peaks.
+_SIM_RATES = {"fp32": 0.1e12, "tf32": 0.8e12, "fp16": 1.6e12, "bf16": 1.6e12}
+
+
+def _sim_size(dtype: str, seconds: float) -> int:
+    """The n whose n^3 matmul takes about ``seconds`` on the simulated device."""
+    return int(round((seconds * _SIM_RATES[dtype] / 2) ** (1 / 3) / 16)) * 16
+
+
+def _ref_timer_sim(gpu: bench.SimulatedGPU) -> Callable:
+    return lambda work: bench.time_cuda(work, api=gpu, min_runs=5, budget_s=0.2, warmup_s=0.01).median
+
+
+def matmul_tflops(fn: Callable, hidden: bool = False) -> None:
+    """``fn(n, dtype, timer, matmul=torch.matmul, device=...)`` -> TFLOP/s of an n^3 matmul,
+    with TF32 set exactly as ``dtype`` asks and restored afterwards."""
+    __tracebackhide__ = True
+    if not hidden:
+        cases = [("fp32", 512, False), ("tf32", 768, False), ("fp32", 512, True), ("fp16", 1024, False),
+                 ("bf16", 1024, True)]
+    else:
+        g = rng(f"{LAB}.matmul_tflops")
+        cases = [(dt, _sim_size(dt, float(g.uniform(0.0015, 0.003))), bool(g.integers(0, 2)))
+                 for dt in g.permutation(["fp32", "tf32", "fp16", "bf16", "fp32"])]
+        cases += [("tf32", 512, False), ("fp32", 400, False)]       # TF32 on, then FP32: was it turned off?
+    with bench.allow_tf32(False):      # whatever happens, the notebook's TF32 setting survives the check
+        for dt, n, tf32_before in cases:
+            _one_matmul_case(fn, dt, n, tf32_before)
+        if hardware.device() == "cuda":
+            for dt in ("fp32", "tf32", "fp16", "bf16"):
+                _one_matmul_case_cuda(fn, dt, 4096 if hidden else 2048)
+
+
+def _one_matmul_case(fn: Callable, dt: str, n: int, tf32_before: bool) -> None:
+    __tracebackhide__ = True
+    where = f"matmul_tflops({n}, {dt!r}, ...) with TF32 {'on' if tf32_before else 'off'} before the call"
+    gpu = bench.SimulatedGPU(rates=_SIM_RATES)
+    bench._set_tf32_state(("legacy", tf32_before))
+    try:
+        got = call_student(fn, n, dt, _ref_timer_sim(gpu), gpu.matmul, "cpu", what=where,
+                           forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
+    finally:
+        tf32_after = bench.tf32_allowed()
+        bench._set_tf32_state(("legacy", False))
+    gpu.synchronize()
+    launches = [launch for launch in gpu.launches if launch.name.startswith("matmul")]
+    if not launches:
+        raise GradingError(f"{where}: the `matmul` you were given was never called. Time `matmul(a, b)` "
+                           "(on a GPU it is torch.matmul; here the grader passes a simulated one).")
+    storage = bench.torch_dtype(dt)
+    for launch in launches:
+        if launch.dtype != hardware.normalize_dtype(storage):
+            raise GradingError(f"{where}: your matrices are {launch.dtype}, but {dt!r} needs {storage} data"
+                               + (" (TF32 is a math mode for FP32 data)" if dt == "tf32" else ""))
+        if launch.shape != (n, n, n):
+            raise GradingError(f"{where}: you multiplied shapes giving m, n, k = {launch.shape}; "
+                               f"expected two {n} x {n} matrices")
+        if dt in ("fp32", "tf32") and launch.tf32 != (dt == "tf32"):
+            if dt == "fp32":
+                raise GradingError(
+                    f"{where}: TF32 was allowed while your FP32 matmul ran, so it ran on tensor cores in TF32 "
+                    "(10-bit mantissa), not in FP32. Set torch.backends.cuda.matmul.allow_tf32 = False for 'fp32' "
+                    "explicitly: never rely on whatever the setting happens to be.")
+            raise GradingError(f"{where}: TF32 was off while your 'tf32' matmul ran: set "
+                               "torch.backends.cuda.matmul.allow_tf32 = True for 'tf32'.")
+    if tf32_after != tf32_before:
+        raise GradingError(
+            f"{where}: after your function returned, TF32 was {'on' if tf32_after else 'off'}; it was "
+            f"{'on' if tf32_before else 'off'} before. Leave the setting as you found it (save it, and restore it "
+            "in a `finally:`): TF32 left on silently turns every later FP32 matmul of the program into TF32.")
+    value = _as_number(got, where)
+    ref_gpu = bench.SimulatedGPU(rates=_SIM_RATES)
+    with quiet():
+        expected = bench.matmul_tflops(n, n, n, dt, ref_gpu, min_runs=5, budget_s=0.2, warmup_s=0.01).tflops
+    _compare_rates(value, expected, where)
+
+
+def _as_number(value: Any, where: str) -> float:
+    __tracebackhide__ = True
+    if value is None:
+        raise GradingError(f"{where} returned None: did you forget a `return`?")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise GradingError(f"{where} returned {value!r}; return TFLOP/s as a float") from None
+
+
+def _compare_rates(value: float, expected: float, where: str) -> None:
+    __tracebackhide__ = True
+    ratio = value / expected
+    if LOW <= ratio <= 1 / LOW:
+        return
+    hint = ratio_hint(value, expected, {1e3: "a factor of 1e3: GFLOP/s reported as TFLOP/s? 1 TFLOP/s = 1e12 FLOP/s",
+                                        0.5: "a factor of 1/2: n^3 multiply-adds are 2 n^3 FLOPs"})
+    raise GradingError(f"{where}: you report {value:.4g} TFLOP/s; gpudl.bench measures {expected:.4g} TFLOP/s for "
+                       f"the same matmul (ratio {ratio:.3g})" + (f": off by {hint}" if hint else
+                                                                  ". TFLOP/s = 2 n^3 / seconds / 1e12."))
+
+
+def _one_matmul_case_cuda(fn: Callable, dt: str, n: int) -> None:
+    __tracebackhide__ = True
+    import torch
+
+    where = f"matmul_tflops({n}, {dt!r}, ...) on the GPU"
+    bench._set_tf32_state(("legacy", False))
+    timer = lambda work: bench.time_cuda(work).median   # noqa: E731 - gpudl's timer, handed to the student
+    got = call_student(fn, n, dt, timer, torch.matmul, "cuda", what=where,
+                       forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
+    if bench.tf32_allowed():
+        raise GradingError(f"{where}: TF32 was left on after your function returned: restore it.")
+    value = _as_number(got, where)
+    with quiet():
+        expected = bench.matmul_tflops(n, n, n, dt, "cuda").tflops
+    _compare_rates(value, expected, where)
+
+
+# --- 5. the sweep --------------------------------------------------------------------------------
+
+def _fake_measure(log: list) -> Callable:
+    def measure(n, dtype):
+        log.append((n, dtype))
+        return round(float(n) / 1000 + 10 * ["fp32", "tf32", "fp16", "bf16"].index(dtype) + 0.5, 6)
+    return measure
+
+
+@contextlib.contextmanager
+def _tqdm_bars():
+    """Record, for every tqdm bar made in the block (console or notebook), whether it is shown."""
+    import tqdm.std
+
+    shown: list[bool] = []
+    original = tqdm.std.tqdm.__init__
+
+    def recording(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        shown.append(not self.disable)
+
+    tqdm.std.tqdm.__init__ = recording
+    try:
+        yield shown
+    finally:
+        tqdm.std.tqdm.__init__ = original
+
+
+def sweep(fn: Callable, hidden: bool = False) -> None:
+    """``fn(sizes, dtypes, measure, progress=True)`` -> {dtype: [measure(n, dtype) for n in sizes]}."""
+    __tracebackhide__ = True
+    if not hidden:
+        cases = [([256, 512, 1024], ["fp32"]), ([128, 64, 1024], ["fp16", "fp32"])]
+    else:
+        g = rng(f"{LAB}.sweep")
+        cases = [([int(v) for v in g.integers(16, 8193, size=int(g.integers(1, 6)))],
+                  [str(d) for d in g.permutation(["fp32", "tf32", "fp16", "bf16"])[: int(g.integers(1, 5))]])
+                 for _ in range(3)] + [([4096], ["bf16"])]
+    for sizes, dtypes in cases:
+        where = f"sweep({sizes}, {dtypes}, measure, progress=False)"
+        log: list = []
+        with quiet() as out, _tqdm_bars() as bars, guard(bench.matmul_sweep, bench.matmul_tflops,
+                                                           label="the sweep exercise"):
+            try:
+                got = fn(list(sizes), list(dtypes), _fake_measure(log), progress=False)
+            except NotImplementedError as exc:
+                raise GradingError("sweep is not implemented yet (it raised NotImplementedError)") from exc
+            except Exception as exc:  # noqa: BLE001 - student code
+                raise GradingError(f"{where} raised {type(exc).__name__}: {exc}") from exc
+        printed = out.getvalue()
+        if printed.strip() or any(bars):
+            shown = f"printed {printed.strip()[:120]!r}" if printed.strip() else "showed a progress bar"
+            raise GradingError(f"{where} {shown}. With progress=False show and print nothing: "
+                               "tqdm(..., disable=not progress). (nbgrader scores a test cell that writes to stderr "
+                               "as failed, and a bar is noise in the graded notebook: it must be off while grading.)")
+        if not isinstance(got, dict):
+            raise GradingError(f"{where} returned a {type(got).__name__}; return a dict {{dtype: [TFLOP/s per size]}}")
+        expected = {dt: [_fake_measure([])(n, dt) for n in sizes] for dt in dtypes}
+        if set(got) != set(expected):
+            raise GradingError(f"{where} has keys {sorted(got)}; expected one per dtype: {sorted(expected)}")
+        for dt in dtypes:
+            try:
+                assert_close(np.asarray(got[dt], dtype=float), np.asarray(expected[dt]), rtol=1e-12, atol=0.0,
+                             name=f"list for {dt!r}")
+            except (GradingError, TypeError, ValueError) as exc:
+                raise GradingError(f"{where}: {exc}\nEach list holds measure(n, dtype) for the sizes in the order "
+                                   "given.") from None
+        if sorted(log) != sorted((n, dt) for dt in dtypes for n in sizes):
+            raise GradingError(f"{where} called measure {len(log)} times for {len(sizes) * len(dtypes)} "
+                               "(size, dtype) pairs: measure each pair exactly once")
+
+
+# --- 6. the plot -----------------------------------------------------------------------------------
+
+def plot_sweep(fn: Callable, hidden: bool = False) -> None:
+    """``fn(ax, sizes, results, peaks)``: one line per dtype (label = dtype) of TFLOP/s against n,
+    a horizontal line at each known peak, a log x axis."""
+    __tracebackhide__ = True
+    import matplotlib.pyplot as plt
+
+    if not hidden:
+        setups = [([256, 512, 1024, 2048], {"fp32": [5.0, 20.0, 40.0, 50.0], "bf16": [20.0, 150.0, 500.0, 700.0]},
+                   {"fp32": 66.9, "bf16": 989.4})]
+    else:
+        g = rng(f"{LAB}.plot_sweep")
+        setups = []
+        for _ in range(2):
+            sizes = sorted({int(2 ** e) for e in g.integers(5, 14, size=int(g.integers(2, 6)))})
+            dts = [str(d) for d in g.permutation(["fp32", "tf32", "fp16", "bf16"])[: int(g.integers(1, 5))]]
+            results = {d: [float(v) for v in g.uniform(0.5, 900, size=len(sizes))] for d in dts}
+            peaks = {d: (float(g.uniform(50, 1000)) if g.integers(0, 3) else None) for d in dts}
+            setups.append((sizes, results, peaks))
+        setups.append(([64, 128], {"fp32": [0.01, 0.02]}, {"fp32": None}))   # the CPU: no peak known
+    for sizes, results, peaks in setups:
+        fig, ax = plt.subplots()
+        try:
+            call_student(fn, ax, list(sizes), {k: list(v) for k, v in results.items()}, dict(peaks),
+                         label="the sweep plot", what="plot_sweep")
+            _inspect_sweep_plot(ax, sizes, results, peaks)
+        finally:
+            plt.close(fig)
+
+
+def _horizontal_at(line, y: float) -> bool:
+    _, ys = (np.asarray(v, dtype=float).ravel() for v in line.get_data())
+    return ys.size >= 2 and np.allclose(ys, y, rtol=1e-6)
+
+
+def _inspect_sweep_plot(ax, sizes, results, peaks) -> None:
+    __tracebackhide__ = True
+    if ax.get_xscale() != "log":
+        raise GradingError(f"the x axis is {ax.get_xscale()}: sizes double from point to point, so use a log scale "
+                           "(ax.set_xscale('log', base=2))")
+    for dt, values in results.items():
+        match = [ln for ln in ax.lines if ln.get_label() == dt]
+        if not match:
+            labels = [ln.get_label() for ln in ax.lines]
+            raise GradingError(f"no line labelled {dt!r} (the lines are labelled {labels}): label each dtype's line "
+                               "with the dtype, e.g. ax.plot(sizes, results[dtype], 'o-', label=dtype)")
+        x, y = (np.asarray(v, dtype=float) for v in match[0].get_data())
+        if x.shape != (len(sizes),) or not np.allclose(x, sizes):
+            raise GradingError(f"the {dt!r} line has x = {x.tolist()}; expected the sizes {list(sizes)}")
+        try:
+            assert_close(y, np.asarray(values, dtype=float), rtol=1e-6, atol=0.0, name=f"{dt!r} line's y values",
+                         hints={1e3: "a factor of 1e3: plot TFLOP/s, as given (not GFLOP/s)"})
+        except GradingError as exc:
+            raise GradingError(f"{exc}\nplot results[dtype] as they are: TFLOP/s against n") from None
+    for dt, peak in peaks.items():
+        if peak is None:
+            continue
+        if not any(_horizontal_at(ln, peak) for ln in ax.lines):
+            raise GradingError(f"no horizontal line at the {dt!r} peak ({peak:g} TFLOP/s): draw each known peak, "
+                               "e.g. ax.axhline(peak, linestyle='--')")
+    if "tflop" not in ax.get_ylabel().lower():
+        raise GradingError(f"the y axis is labelled {ax.get_ylabel()!r}: say what it shows, in its unit (TFLOP/s)")
+
+
+# --- 7. fraction of peak --------------------------------------------------------------------------
+
+def _fraction_ref(tflops, spec, dtype):
+    return tflops * 1e12 / hardware.peak_flops(spec, dtype)
+
+
+def _spec_dtype_cases(g: np.random.Generator, n: int) -> list[tuple[str, str]]:
+    out = []
+    while len(out) < n:
+        name = str(g.choice(list(hardware.SPECS)))
+        dt = str(g.choice(["fp64", "fp32", "tf32", "fp16", "bf16"]))
+        try:
+            hardware.peak_flops(name, dt)
+        except ValueError:
+            continue
+        out.append((name, dt))
+    return out
+
+
+def fraction_of_peak(fn: Callable, hidden: bool = False) -> None:
+    """``fn(tflops, spec, dtype)`` -> the fraction of ``spec``'s peak for ``dtype``; raises
+    ValueError for a figure above peak."""
+    __tracebackhide__ = True
+    if not hidden:
+        good = [(700.0, "H200", "bf16"), (51.0, "H200", "fp32"), (18.0, "A100", "fp32"), (400.0, "H100-SXM", "tf32")]
+        above = [(13500.0, "H200", "fp32")]          # the seed's code, run on an H200
+    else:
+        g = rng(f"{LAB}.fraction_of_peak")
+        good = [(float(g.uniform(0.02, 0.98)) * hardware.peak_flops(s, d) / 1e12, s, d)
+                for s, d in _spec_dtype_cases(g, 7)]
+        above = [(float(g.uniform(1.2, 300)) * hardware.peak_flops(s, d) / 1e12, s, d)
+                 for s, d in _spec_dtype_cases(g, 2)]
+    cases = [Case((t, hardware.SPECS[s], d), label=f"{t:.4g} TFLOP/s in {d} on the {s}") for t, s, d in good]
+    check_cases(fn, _fraction_ref, cases, label="the fraction of peak", rtol=1e-9, atol=0.0,
+                hints={1e-12: "a factor of 1e-12: the figure is in TFLOP/s, the peak in FLOP/s",
+                       1e12: "a factor of 1e12: the figure is in TFLOP/s, the peak in FLOP/s",
+                       100.0: "a factor of 100: return a fraction, not a percentage",
+                       0.5: "a factor of 1/2: the 2:4 sparse peak instead of the dense one?",
+                       2.0: "a factor of 2: the peak of the wrong dtype or units (CUDA cores vs tensor cores)?"})
+    for t, s, d in above:
+        where = f"fraction_of_peak({t:.4g}, SPECS[{s!r}], {d!r})"
+        with quiet():
+            try:
+                value = fn(t, hardware.SPECS[s], d)
+            except ValueError:
+                continue
+            except Exception as exc:  # noqa: BLE001 - student code
+                raise GradingError(f"{where} raised {type(exc).__name__}: {exc}; raise a ValueError") from exc
+        raise GradingError(f"{where} returned {value!r}, but {t:.4g} TFLOP/s is "
+                           f"{t * 1e12 / hardware.peak_flops(s, d):.3g}x the {s}'s {d} peak: no kernel beats peak. "
+                           "Raise ValueError for a fraction above 1: the measurement is broken (no synchronisation, "
+                           "wrong FLOP count), and a figure above peak must never reach a plot.")
+
+
+# --- 8. regimes ----------------------------------------------------------------------------------
+
+def _regime_ref(n, sms, peak_flops, launch_overhead_s=5e-6, tile=128):
+    return bench.gemm_regime(n, n, n, sms, peak_flops, launch_overhead_s=launch_overhead_s, tile=tile)
+
+
+def regime(fn: Callable, hidden: bool = False) -> None:
+    """``fn(n, sms, peak_flops, launch_overhead_s=5e-6, tile=128)`` -> "launch", "underfilled",
+    "waves" or "compute"."""
+    __tracebackhide__ = True
+    h100 = hardware.SPECS["H100-SXM"]
+    fp32, bf16 = hardware.peak_flops(h100, "fp32"), hardware.peak_flops(h100, "bf16")
+    if not hidden:
+        cases = [Case((n, h100.sms, fp32), label=f"n = {n} on an H100 in FP32") for n in (128, 1024, 1536, 8192)]
+        cases.append(Case((1024, h100.sms, bf16), label="n = 1024 on an H100 in BF16"))
+    else:
+        g = rng(f"{LAB}.regime")
+        cases = []
+        for _ in range(10):
+            name, dt = _spec_dtype_cases(g, 1)[0]
+            spec = hardware.SPECS[name]
+            n = int(np.exp(g.uniform(np.log(32), np.log(16384))))
+            kw = {} if g.integers(0, 2) else {"tile": int(g.choice([64, 128, 256])),
+                                               "launch_overhead_s": float(g.choice([2e-6, 5e-6, 2e-5]))}
+            cases.append(Case((n, spec.sms, hardware.peak_flops(spec, dt)), kw, label=f"n = {n} on the {name} in {dt}"
+                              + (f" with {kw}" if kw else "")))
+        cases += [Case((1000, 64, 1e13), label="n = 1000 on 64 SMs: exactly 64 tiles (not a multiple of 128)"),
+                  Case((1025, 64, 1e13), label="n = 1025 on 64 SMs: a 9th row and column of tiles"),
+                  Case((1500, 132, 1e12), {"tile": 100}, label="n = 1500, tiles of 100, on 132 SMs"),
+                  Case((2048, 132, 2 * 2048 ** 3 / 5e-6 * 1.01), label="n = 2048 just faster than a launch at peak"),
+                  Case((1554, 132, 1e15), label="n = 1554 at 1 PFLOP/s: 7.5 GFLOP take 7.5 us, more than a launch")]
+    check_cases(fn, _regime_ref, cases, forbid=[bench.gemm_regime, bench.gemm_waves], label="the regime",
+                compare=assert_equal, name="regime",
+                hint="check in order: launch (work at peak < launch overhead), underfilled (tiles < SMs), "
+                     "waves (wave efficiency < 0.8), else compute; tiles = ceil(n / tile)^2")
+
+
+# --- 9. questions --------------------------------------------------------------------------------
+
+_ANSWERS = {"seed": "cc59aecdf8d1a49ca6dd5831dcb45344", "first_call": "fa26acd79712cb4e2c367cc6ab11b978"}
+
+
+def _digest(question: str, letters: str) -> str:
+    return hashlib.sha256(f"gpudl-lab02:{question}:{letters}".encode()).hexdigest()[:32]
+
+
+def _letters(answer: Any, allowed: str) -> str:
+    __tracebackhide__ = True
+    if not isinstance(answer, str) or not answer.strip():
+        raise GradingError("answer with a string of letters, e.g. 'A' or 'AC'")
+    letters = "".join(sorted(set(answer.upper().replace(",", "").replace(" ", ""))))
+    if set(letters) - set(allowed):
+        raise GradingError(f"use only the letters {allowed[0]}-{allowed[-1]}, got {answer!r}")
+    return letters
+
+
+def seed_question(answer: str) -> None:
+    """Why does the lecture's code report ~13,500 TFLOP/s for a 6000^3 FP32 matmul on an H200?"""
+    __tracebackhide__ = True
+    if _digest("seed", _letters(answer, "ABCD")) != _ANSWERS["seed"]:
+        raise GradingError("not quite. Hint: when does torch.matmul on a GPU return, and what did time.time() "
+                           "measure between its two readings?")
+
+
+def first_call_question(answer: str) -> None:
+    """Which of these make a GPU matmul's first call slower than the next ones?"""
+    __tracebackhide__ = True
+    if _digest("first_call", _letters(answer, "ABCDE")) != _ANSWERS["first_call"]:
+        raise GradingError("not quite: pick every letter that is a one-off or start-up cost. Hint: more than one is.")

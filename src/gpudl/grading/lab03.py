@@ -1,0 +1,525 @@
+"""Checks for lab03_gemm_blocking.
+
+Each check takes the student's function and ``hidden=False`` (the public cases of the released
+notebook) or ``hidden=True`` (cases from the instructor's secret seed, and edge cases). The
+reference answers come from ``gpudl.gemm``, which the student's code may not call while it is
+checked.
+
+Some checks watch *how* the answer is computed, not only what it is:
+
+- the loop orders get matrices that log every element read, so the order of the loops shows;
+- the blocked GEMM gets arrays that log every tile product (``@``), so a product of whole
+  matrices, or of panels, shows;
+- the Triton kernel writes into a view of C inside a larger buffer (a guard band around every
+  matrix, and wide margins, all NaN): entries never written stay NaN, writes outside C change
+  the guard band, and reads outside A and B bring NaN in;
+- the batched GEMM gets arrays that refuse ``@`` and count per-matrix indexing ``A[b]``.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import gemm
+from ..hardware import device
+from . import (EPS, Case, GradingError, assert_close, assert_equal, call_student, check_cases, rng,
+               tolerance)
+
+LAB = "lab03"
+_GEMM_REFERENCES = [gemm.gemm_reference, gemm.gemm_loops, gemm.gemm_outer, gemm.gemm_blocked,
+                    gemm.matmul_triton, gemm.gemm_batched_outer]
+
+
+# --- 1. loop orders ------------------------------------------------------------------------
+
+class _Traced:
+    """A matrix whose element reads are logged: ``A[i, k]`` or ``A[i][k]``, nothing else."""
+
+    def __init__(self, values: np.ndarray, name: str, log: list):
+        self._rows = values.tolist()
+        self.shape = values.shape
+        self._name = name
+        self._log = log
+
+    def _read(self, r: Any, c: Any) -> float:
+        if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in (r, c)):
+            raise GradingError(f"{self._name}[{r!r}, {c!r}]: index one element at a time with integers, "
+                               f"{self._name}[i, k]; slices would hide the loop order this exercise is about")
+        self._log.append((self._name, int(r), int(c)))
+        return self._rows[r][c]
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, tuple) and len(idx) == 2:
+            return self._read(*idx)
+        if isinstance(idx, (int, np.integer)):
+            return _TracedRow(self, int(idx))
+        raise GradingError(f"{self._name}[{idx!r}]: index one element at a time, {self._name}[i, k]")
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self):
+        raise GradingError(f"iterating over {self._name} hides the loop order: loop over indices and read "
+                           f"{self._name}[i, k]")
+
+    def __array__(self, *args: Any, **kwargs: Any):
+        raise GradingError(f"{self._name} was converted to an array: this exercise is the three loops "
+                           "themselves, one element at a time (no NumPy products)")
+
+
+class _TracedRow:
+    def __init__(self, matrix: _Traced, row: int):
+        self._m, self._r = matrix, row
+
+    def __getitem__(self, c: Any) -> float:
+        return self._m._read(self._r, c)
+
+
+def _dedup(seq: list) -> list:
+    return [x for i, x in enumerate(seq) if i == 0 or x != seq[i - 1]]
+
+
+def _expected_reads(m: int, n: int, k: int, order: str) -> tuple[list, list]:
+    """The element reads of A and B of ``C[i, j] += A[i, k] * B[k, j]`` in loop order ``order``,
+    consecutive repeats merged (reading A[i, k] once for a whole inner loop over j is fine)."""
+    extent = {"i": m, "j": n, "k": k}
+    a_reads, b_reads = [], []
+    for idx in np.ndindex(*(extent[c] for c in order)):
+        v = dict(zip(order, idx))
+        a_reads.append(("A", v["i"], v["k"]))
+        b_reads.append(("B", v["k"], v["j"]))
+    return _dedup(a_reads), _dedup(b_reads)
+
+
+def loop_order(fn: Callable, hidden: bool = False) -> None:
+    """``fn(A, B, order)`` -> C, reading ``A[i, k]`` and ``B[k, j]`` in the loop order asked."""
+    __tracebackhide__ = True
+    if not hidden:
+        g = np.random.default_rng(3)
+        shapes = [(3, 4, 2, order) for order in gemm.LOOP_ORDERS]
+    else:
+        g = rng(f"{LAB}.loop_order")
+        shapes = [(int(g.integers(2, 6)), int(g.integers(2, 6)), int(g.integers(2, 6)), str(g.choice(gemm.LOOP_ORDERS)))
+                  for _ in range(6)] + [(1, 1, 1, "kji"), (4, 1, 3, "jki")]
+    for m, n, k, order in shapes:
+        A, B = g.standard_normal((m, k)), g.standard_normal((k, n))
+        log: list = []
+        where = f"gemm_loop_order(A {A.shape}, B {B.shape}, order={order!r})"
+        C = call_student(fn, _Traced(A, "A", log), _Traced(B, "B", log), order, forbid=_GEMM_REFERENCES,
+                         label="the loop orders", what=where)
+        try:
+            assert_close(C, A @ B, k=k, name="C")
+        except GradingError as exc:
+            raise GradingError(f"{where}:\n{exc}") from None
+        got = (_dedup([x for x in log if x[0] == "A"]), _dedup([x for x in log if x[0] == "B"]))
+        if got != _expected_reads(m, n, k, order):
+            if min(m, n, k) == 1:
+                continue        # with a size of 1 several orders read alike; nothing to tell apart
+            matches = [o for o in gemm.LOOP_ORDERS if _expected_reads(m, n, k, o) == got]
+            if matches:
+                hint = (f"your loops run in the order {matches[0]!r} (outermost first): the first letter of "
+                        "`order` is the outermost loop, the last the innermost")
+            elif not log:
+                hint = "it read no element of A or B: read them as A[i, k] and B[k, j]"
+            else:
+                hint = (f"its first reads were {log[:6]}; each multiply-add should read A[i, k] and B[k, j] "
+                        "with i, j, k from three loops nested in `order`")
+            raise GradingError(f"{where} computes the right C, but not in that loop order: {hint}")
+
+
+# --- 2. which loop order moves the least data --------------------------------------------------
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(f"gpudl-lab03:{text}".encode()).hexdigest()[:32]
+
+
+_BEST_ORDER = "77d8f05b3664da0b67cf9dfb1b2bd22f"
+_WORST_ORDERS = "32ef56126583bdbe89fec5ce7a94c0b5"
+
+
+def _orders(answer: Any, what: str) -> list[str]:
+    items = [answer] if isinstance(answer, str) else list(answer) if isinstance(answer, (list, tuple, set)) else None
+    if items is None:
+        raise GradingError(f"{what} must be a loop order like 'ijk' (or a list of them), got {answer!r}")
+    out = []
+    for x in items:
+        x = str(x).strip().lower()
+        if x not in gemm.LOOP_ORDERS:
+            raise GradingError(f"{what}: {x!r} is not one of the six loop orders {gemm.LOOP_ORDERS}")
+        out.append(x)
+    return sorted(set(out))
+
+
+def traffic_question(best: Any, worst: Any) -> None:
+    """BEST_ORDER: the order that moves the least data; WORST_ORDERS: the two that move the most."""
+    __tracebackhide__ = True
+    best_l, worst_l = _orders(best, "BEST_ORDER"), _orders(worst, "WORST_ORDERS")
+    if len(best_l) != 1:
+        raise GradingError(f"BEST_ORDER is one loop order, got {best!r}")
+    if len(worst_l) != 2:
+        raise GradingError(f"WORST_ORDERS names two loop orders, got {worst!r}")
+    if _digest(best_l[0]) != _BEST_ORDER:
+        raise GradingError(f"{best_l[0]!r} is not the order that moves the least data. Hint: with 8-word lines, "
+                           "an inner loop that walks along a row uses every word of each line it fetches; run "
+                           "gpudl.gemm.simulate_traffic(gemm.loop_trace(32, order), 256, 8) for each order")
+    if _digest(",".join(worst_l)) != _WORST_ORDERS:
+        raise GradingError(f"{worst_l} are not the two orders that move the most data. Hint: which inner loop "
+                           "walks down columns of row-major matrices, fetching a line for one word?")
+
+
+# --- 3. blocked GEMM ---------------------------------------------------------------------------
+
+_TILE_PRODUCTS: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+
+
+class _TileWatch(np.ndarray):
+    """An ndarray that logs the operand shapes of every ``@`` / ``np.matmul`` / ``np.dot`` it is in."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        plain = [x.view(np.ndarray) if isinstance(x, _TileWatch) else x for x in inputs]
+        if ufunc is np.matmul and method == "__call__":
+            _TILE_PRODUCTS.append(tuple(np.shape(x) for x in inputs[:2]))
+        if out is not None:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, _TileWatch) else o for o in out)
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        return result
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in (np.dot, np.matmul):
+            _TILE_PRODUCTS.append(tuple(np.shape(x) for x in args[:2]))
+        return super().__array_function__(func, types, args, kwargs)
+
+
+def _blocked_ref(A, B, block):
+    return np.asarray(A) @ np.asarray(B)
+
+
+def blocked(fn: Callable, hidden: bool = False) -> None:
+    """``fn(A, B, block)`` -> A @ B, computed as products of tiles of at most block x block."""
+    __tracebackhide__ = True
+    if not hidden:
+        g = np.random.default_rng(4)
+        cases = [(33, 45, 17, 16), (32, 32, 32, 8)]
+    else:
+        g = rng(f"{LAB}.blocked")
+        cases = []
+        for _ in range(5):
+            b = int(g.integers(2, 17))
+            cases.append((int(g.integers(1, 70)), int(g.integers(1, 70)), int(g.integers(1, 70)), b))
+        cases += [(7, 5, 6, 1), (10, 12, 9, 50), (1, 1, 1, 3), (40, 3, 64, 16)]
+    for m, n, k, b in cases:
+        A = g.standard_normal((m, k)).view(_TileWatch)
+        B = g.standard_normal((k, n)).view(_TileWatch)
+        where = f"gemm_blocked(A {A.shape}, B {B.shape}, block={b})"
+        _TILE_PRODUCTS.clear()
+        C = call_student(fn, A, B, b, forbid=_GEMM_REFERENCES, label="the blocked GEMM", what=where)
+        products = list(_TILE_PRODUCTS)
+        try:
+            assert_close(np.asarray(C), A.view(np.ndarray) @ B.view(np.ndarray), k=k, name="C")
+        except GradingError as exc:
+            edge = " (the sizes are not multiples of the block: are the edge tiles included?)" \
+                if m % b or n % b or k % b else ""
+            raise GradingError(f"{where}{edge}:\n{exc}") from None
+        want = math.ceil(m / b) * math.ceil(n / b) * math.ceil(k / b)
+        big = [p for p in products if max(p[0] + p[1]) > b]
+        if big:
+            (sa, sb) = big[0]
+            raise GradingError(f"{where}: a product multiplies a {sa} block by a {sb} block; with block={b} every "
+                               f"tile is at most {b}x{b}: blocking means C_ij += A_ik @ B_kj over tiles")
+        if len(products) != want:
+            seen = ("no tile product (multiply tiles with `@` on slices of A and B, and do not convert A or B "
+                    "with np.asarray first: the test watches the products through them)") if not products \
+                else f"{len(products)} tile products"
+            raise GradingError(f"{where}: we saw {seen}; tiles of {b} need ceil({m}/{b}) x ceil({n}/{b}) x "
+                               f"ceil({k}/{b}) = {want}, one per triple (i, j, k) of tiles")
+
+
+# --- 4. the traffic formula --------------------------------------------------------------------
+
+def traffic(fn: Callable, hidden: bool = False) -> None:
+    """``fn(n, block)`` -> words moved by blocked GEMM on n x n matrices."""
+    __tracebackhide__ = True
+    if not hidden:
+        cases = [Case((64, 16), label="n=64, block=16 (N = 4 blocks per side)"), Case((48, 8))]
+    else:
+        g = rng(f"{LAB}.traffic")
+        cases = []
+        for _ in range(6):
+            n = int(g.integers(2, 5000))
+            cases.append(Case((n, int(g.integers(1, n)))))
+        cases += [Case((100, 30), label="n=100, block=30: not a multiple, N = ceil(100/30) = 4"),
+                  Case((10, 64), label="a block larger than the matrix (one tile)"),
+                  Case((7, 1), label="block=1"), Case((1, 1), label="n=1")]
+    check_cases(fn, gemm.blocked_traffic, cases, forbid=[gemm.blocked_traffic, gemm.naive_traffic,
+                                                         gemm.computational_intensity],
+                label="the traffic formula", rtol=1e-12, atol=0.0)
+
+
+# --- 5. the block that fits -----------------------------------------------------------------------
+
+def block_size(fn: Callable, hidden: bool = False) -> None:
+    """``fn(fast_memory_words)`` -> the largest b with 3 b^2 <= fast_memory_words."""
+    __tracebackhide__ = True
+    if not hidden:
+        cases = [Case((768,), label="768 words (three 16x16 tiles)"),
+                 Case((12288,), label="48 KiB of FP32 = 12288 words")]
+    else:
+        g = rng(f"{LAB}.block_size")
+        cases = [Case((int(w),)) for w in np.exp(g.uniform(np.log(3), np.log(1e9), size=6)).astype(np.int64)]
+        b = int(g.integers(20, 3000))
+        cases += [Case((3 * b * b,), label=f"exactly three {b}x{b} tiles"),
+                  Case((3 * b * b - 1,), label=f"one word short of three {b}x{b} tiles"),
+                  Case((3,), label="3 words"), Case((11,), label="11 words")]
+    check_cases(fn, gemm.optimal_block, cases, forbid=[gemm.optimal_block], label="the block size",
+                compare=assert_equal, name="block", hint="three tiles (of A, B and C) must fit: 3 b^2 <= M, "
+                "and b is a whole number of rows (round down)")
+
+
+# --- 6. the Triton kernel --------------------------------------------------------------------------
+
+def _torch():
+    import torch
+
+    return torch
+
+
+# C starts out as this FP16 bit pattern: a *signalling* NaN. Arithmetic only ever produces quiet
+# NaNs, so an entry that still holds it was never written; the guard bands hold ordinary NaN.
+_UNWRITTEN = 0x7C2A
+
+
+def _bits(t):
+    torch = _torch()
+    if t.element_size() != 2:
+        raise TypeError(f"the Triton check works on 16-bit data, got {t.dtype}")
+    return t.view(torch.int16)
+
+
+class _Arena:
+    """A, B and C as views into one NaN-filled buffer: each inside a guard band of ``guard`` rows
+    and columns, with ``margin`` elements before and after everything."""
+
+    def __init__(self, M: int, N: int, K: int, guard: int, dtype: Any, dev: str, b_transposed: bool):
+        torch = _torch()
+        self.M, self.N, self.K, self.G = M, N, K, guard
+        margin = 2 * (max(M, N, K) + 2 * guard) ** 2 + 4096
+        sizes = [(M, K), (N, K) if b_transposed else (K, N), (M, N)]
+        offsets, pos = [], margin
+        for r, c in sizes:
+            offsets.append(pos)
+            pos += (r + 2 * guard) * (c + 2 * guard)
+        self.buffer = torch.full((pos + margin,), float("nan"), dtype=dtype, device=dev)
+        self.a = self._view(offsets[0], M, K)
+        b = self._view(offsets[1], *sizes[1])
+        self.b = b.t() if b_transposed else b
+        self.c = self._view(offsets[2], M, N)
+        _bits(self.c).fill_(_UNWRITTEN)
+        self.c_offset = offsets[2]
+        self.inside_c = torch.zeros(self.buffer.numel(), dtype=torch.bool, device=dev)
+        self._view_of(self.inside_c, offsets[2], M, N).fill_(True)
+
+    def _view_of(self, buf, offset: int, rows: int, cols: int):
+        g = self.G
+        block = buf[offset: offset + (rows + 2 * g) * (cols + 2 * g)].view(rows + 2 * g, cols + 2 * g)
+        return block[g:g + rows, g:g + cols]
+
+    def _view(self, offset: int, rows: int, cols: int):
+        return self._view_of(self.buffer, offset, rows, cols)
+
+    def where(self, flat_index: int) -> str:
+        """Where a buffer element is, relative to C."""
+        rel = flat_index - self.c_offset
+        width = self.N + 2 * self.G
+        if 0 <= rel < (self.M + 2 * self.G) * width:
+            r, c = divmod(rel, width)
+            r, c = r - self.G, c - self.G
+            side = ("below the last row" if r >= self.M else "above the first row" if r < 0 else
+                    "right of the last column" if c >= self.N else "left of the first column")
+            return f"C[{r}, {c}], {side} of the {self.M}x{self.N} C"
+        return "outside C's guard band (far from C: a wrong stride or offset?)"
+
+
+
+
+def _triton_cases(hidden: bool) -> list[dict[str, Any]]:
+    cuda = device() == "cuda"
+    if not hidden:
+        cases = [dict(M=33, N=45, K=17, tiles=(16, 16, 16), group=2, data="normal", bt=False),
+                 dict(M=40, N=24, K=512, tiles=(16, 16, 32), group=3, data="uniform", bt=True)]
+        if cuda:
+            cases.append(dict(M=300, N=200, K=700, tiles=(64, 64, 32), group=4, data="normal", bt=False))
+        return cases
+    g = rng(f"{LAB}.triton")
+    cases = []
+    for _ in range(3):
+        tiles = tuple(int(t) for t in g.choice([16, 32], size=3))
+        cases.append(dict(M=int(g.integers(17, 80)), N=int(g.integers(17, 80)), K=int(g.integers(1, 100)),
+                          tiles=tiles, group=int(g.integers(1, 5)), data="normal", bt=bool(g.integers(0, 2))))
+    cases.append(dict(M=int(g.integers(17, 50)), N=int(g.integers(17, 50)), K=int(g.integers(400, 600)),
+                      tiles=(16, 16, 16), group=2, data="uniform", bt=False))
+    cases.append(dict(M=1, N=1, K=1, tiles=(16, 16, 16), group=1, data="normal", bt=False))
+    if cuda:
+        cases.append(dict(M=int(g.integers(200, 700)), N=int(g.integers(200, 700)), K=int(g.integers(200, 900)),
+                          tiles=(128, 64, 64), group=8, data="normal", bt=bool(g.integers(0, 2))))
+    return cases
+
+
+def triton_matmul(fn: Callable, hidden: bool = False) -> None:
+    """``fn(a, b, c, block_m, block_n, block_k, group_m)`` writes a @ b into c (FP16, any strides)."""
+    __tracebackhide__ = True
+    torch = _torch()
+    dev = device()
+    seed = 5 if not hidden else int(rng(f"{LAB}.triton.data").integers(2**31))
+    gen = torch.Generator().manual_seed(seed)
+    for case in _triton_cases(hidden):
+        M, N, K, (bm, bn, bk), gm = case["M"], case["N"], case["K"], case["tiles"], case["group"]
+        arena = _Arena(M, N, K, max(bm, bn, bk), torch.float16, dev, case["bt"])
+        if case["data"] == "uniform":
+            a, b = torch.rand(M, K, generator=gen), torch.rand(K, N, generator=gen)
+        else:
+            a, b = torch.randn(M, K, generator=gen), torch.randn(K, N, generator=gen)
+        arena.a.copy_(a.half())
+        arena.b.copy_(b.half())
+        expected = arena.a.double().cpu() @ arena.b.double().cpu()          # exact products of the FP16 inputs
+        before = arena.buffer.clone()
+        layout = "B column-major (strides (1, K+guard))" if case["bt"] else "row-major views"
+        where = (f"triton_matmul on ({M}, {K}) @ ({K}, {N}) fp16, {layout}, block_m={bm}, block_n={bn}, "
+                 f"block_k={bk}, group_m={gm}")
+        with _no_package_kernel():
+            returned = call_student(fn, arena.a, arena.b, arena.c, bm, bn, bk, gm, forbid=_GEMM_REFERENCES,
+                                    label="the Triton kernel", what=where)
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        _inspect_triton(arena, before, expected, returned, where)
+
+
+class _no_package_kernel:
+    """Launching ``gpudl.gemm.matmul_kernel`` (however imported) raises while a student's kernel runs."""
+
+    def __enter__(self):
+        def blocked(*_a, **_k):
+            raise GradingError("your code launches gpudl.gemm.matmul_kernel, the package's kernel: write your own")
+
+        self.saved = [(kern, kern.__dict__.get("run")) for kern in (gemm.matmul_kernel, gemm._autotuned)]
+        for kern, _ in self.saved:
+            kern.run = blocked          # an instance attribute: found before the class's method
+        return self
+
+    def __exit__(self, *exc):
+        for kern, previous in self.saved:
+            if previous is None:
+                del kern.run
+            else:
+                kern.run = previous
+        return False
+
+
+def _inspect_triton(arena: _Arena, before, expected, returned, where: str) -> None:
+    __tracebackhide__ = True
+    torch = _torch()
+    got = arena.c.double().cpu()
+    unwritten = (_bits(arena.c) == _UNWRITTEN).cpu()
+    if unwritten.all():
+        extra = ""
+        if isinstance(returned, torch.Tensor) and returned.data_ptr() != arena.c.data_ptr():
+            extra = (": it seems to write a new tensor; write into the `c` it is given (the test passes a view "
+                     "into a larger buffer, so c's strides are not (N, 1))")
+        raise GradingError(f"{where}: nothing was written into c{extra}")
+    if unwritten.any():
+        rows, cols = torch.nonzero(unwritten.any(1)).flatten(), torch.nonzero(unwritten.any(0)).flatten()
+        raise GradingError(f"{where}: {int(unwritten.sum())} entries of C were never written (rows "
+                           f"{rows[0].item()}..{rows[-1].item()}, columns {cols[0].item()}..{cols[-1].item()}): does "
+                           "the grid have cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) programs, and does each program map "
+                           "to its own tile (the grouped order)?")
+    changed = (_bits(arena.buffer) != _bits(before)) & ~arena.inside_c
+    if changed.any():
+        first = int(torch.nonzero(changed)[0].item())
+        raise GradingError(f"{where}: {int(changed.sum())} elements outside C were overwritten, the first at "
+                           f"{arena.where(first)}: a tile that hangs over the edge must store with a mask "
+                           "(offs_m < M) & (offs_n < N)")
+    k = arena.K
+    rtol_acc, atol_acc = tolerance("fp32", k)
+    try:
+        # Exact products, summed in FP32 (rtol_acc, atol_acc), then one rounding to FP16 (EPS / 2).
+        assert_close(got, expected, rtol=EPS["fp16"] / 2 + rtol_acc, atol=atol_acc, name="C")
+    except GradingError as exc:
+        hint = ""
+        if torch.isnan(got).any():
+            hint = ("\nNaN in C: the test surrounds A and B with NaN, so a load past an edge (a missing mask on "
+                    "the K loop, or a wrong stride) brings NaN in")
+        elif k >= 256:
+            hint = (f"\nK = {k} here: FP16 sums lose precision as they grow; accumulate in FP32 "
+                    "(tl.zeros(..., dtype=tl.float32)) and convert to C's dtype only when storing")
+        raise GradingError(f"{where}:\n{exc}{hint}") from None
+
+
+# --- 7. batched GEMM -------------------------------------------------------------------------------
+
+_PER_MATRIX: list[int] = [0]
+
+
+class _Batch(np.ndarray):
+    """An ndarray that refuses matrix products and counts per-matrix indexing ``A[b]``."""
+
+    def __getitem__(self, idx):
+        first = idx[0] if isinstance(idx, tuple) and idx else idx
+        if isinstance(first, (int, np.integer)) and self.ndim == 3:
+            _PER_MATRIX[0] += 1
+        return super().__getitem__(idx)
+
+    def __iter__(self):
+        if self.ndim == 3:
+            _PER_MATRIX[0] += self.shape[0]
+        return super().__iter__()
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if ufunc is np.matmul:
+            raise GradingError("your code uses @ (np.matmul): this exercise is to write the batched product "
+                               "yourself, vectorised over the batch")
+        plain = [x.view(np.ndarray) if isinstance(x, _Batch) else x for x in inputs]
+        if out is not None:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, _Batch) else o for o in out)
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        return result.view(_Batch) if isinstance(result, np.ndarray) and result.ndim else result
+
+    def dot(self, *args, **kwargs):
+        raise GradingError("your code uses .dot: write the batched product yourself, vectorised over the batch")
+
+
+_BATCHED_FORBIDDEN = ["numpy.einsum", "numpy.dot", "numpy.tensordot", "numpy.inner", "numpy.vdot",
+                      "numpy.linalg.multi_dot", "torch.matmul", "torch.bmm", "torch.einsum",
+                      gemm.gemm_batched_outer] + _GEMM_REFERENCES
+
+
+def batched(fn: Callable, hidden: bool = False) -> None:
+    """``fn(A, B)`` -> C with C[b] = A[b] @ B[b], one vectorised computation (no loop over b)."""
+    __tracebackhide__ = True
+    if not hidden:
+        g = np.random.default_rng(6)
+        shapes = [(100, 4, 3, 5), (1000, 2, 2, 2)]
+    else:
+        g = rng(f"{LAB}.batched")
+        shapes = [(int(g.integers(50, 300)), int(g.integers(1, 9)), int(g.integers(1, 9)), int(g.integers(1, 9)))
+                  for _ in range(4)] + [(64, 1, 1, 1), (40, 8, 16, 3)]
+    for batch, m, k, n in shapes:
+        A = g.standard_normal((batch, m, k))
+        B = g.standard_normal((batch, k, n))
+        where = f"gemm_batched(A {A.shape}, B {B.shape})"
+        _PER_MATRIX[0] = 0
+        C = call_student(fn, A.view(_Batch), B.view(_Batch), forbid=_BATCHED_FORBIDDEN,
+                         label="the batched GEMM", what=where)
+        try:
+            assert_close(np.asarray(C), np.matmul(A, B), k=k, name="C")
+        except GradingError as exc:
+            raise GradingError(f"{where}:\n{exc}") from None
+        if _PER_MATRIX[0] >= batch // 2:
+            raise GradingError(f"{where}: your code indexes one matrix at a time ({_PER_MATRIX[0]} times A[b] or "
+                               f"B[b]): that is the loop of small calls the batched routine avoids. Work on all "
+                               "matrices at once: loop over k only, with A[:, :, k] and B[:, k, :]")

@@ -1,0 +1,3 @@
+# mutant: blames TF32
+# cell: seed_answer
+SEED_ANSWER = "A"

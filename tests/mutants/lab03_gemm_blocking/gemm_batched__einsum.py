@@ -1,0 +1,5 @@
+# mutant: lets np.einsum do the batched product instead of writing it
+# cell: gemm_batched
+def gemm_batched(A, B):
+    """C[b] = A[b] @ B[b] for every b, vectorised over the batch."""
+    return np.einsum("bmk,bkn->bmn", A, B)

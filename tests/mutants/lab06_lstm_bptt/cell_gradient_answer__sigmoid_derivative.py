@@ -1,0 +1,3 @@
+# mutant: believes the sigmoid's small derivative makes gradients grow
+# cell: cell_gradient_answer
+CELL_GRADIENT_ANSWER = "B"

@@ -1,0 +1,10 @@
+# mutant: feeds h0 to every step: the output is not carried through time
+# cell: lstm_forward
+def lstm_forward(x, h0, c0, W, U, b):
+    h, c = h0, c0
+    outs, caches = [], []
+    for t in range(x.shape[0]):
+        h, c, cache = lstm_cell_forward(x[t], h0, c, W, U, b)
+        outs.append(h)
+        caches.append(cache)
+    return np.stack(outs), (h, c), caches
