@@ -7,6 +7,13 @@ A mutant is a file ``tests/mutants/<lab>/<name>.py``::
     # fails: test_a, test_b        (optional; default: test_<cell>)
     <the replacement source of that cell>
 
+or, for a small change to a long cell, substitutions applied to the solution cell (each
+``replace`` text must occur exactly once in it, so a mutant cannot silently drift from the
+solution it mutates)::
+
+    # replace: acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # with: acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
+
 The pipeline tests plant it in the solution notebook, autograde, and require exactly the
 ``fails`` test cells to lose points.
 """
@@ -38,21 +45,44 @@ class Mutant:
     fails: tuple[str, ...]
     description: str
     source: str
+    replacements: tuple[tuple[str, str], ...] = ()
 
     @property
     def id(self) -> str:
         return f"{self.lab}/{self.name}"
 
+    def planted(self, solution_source: str) -> str:
+        """The cell's mutated source: the file's body, or the solution with the substitutions."""
+        if not self.replacements:
+            return self.source
+        src = solution_source
+        for old, new in self.replacements:
+            count = src.count(old)
+            if count != 1:
+                raise ValueError(f"mutant {self.id}: {old!r} occurs {count} times in cell {self.cell!r}, not once")
+            src = src.replace(old, new)
+        return src
+
+
+_HEADER = re.compile(r"^# (mutant|cell|fails|replace|with):(?: (.*))?$")
+
 
 def parse_mutant(path: Path) -> Mutant:
     text = path.read_text()
-    header = dict(re.findall(r"^# (mutant|cell|fails): *(.*)$", text, re.M))
+    fields = [m.groups() for m in map(_HEADER.match, text.splitlines()) if m]
+    header = {k: (v or "").strip() for k, v in fields if k in ("mutant", "cell", "fails")}
     missing = {"mutant", "cell"} - set(header)
     if missing:
         raise ValueError(f"{path}: header lacks {sorted(missing)}")
-    body = "\n".join(ln for ln in text.splitlines() if not re.match(r"^# (mutant|cell|fails):", ln)).strip("\n")
+    subs = [(k, v or "") for k, v in fields if k in ("replace", "with")]
+    if [k for k, _ in subs] != ["replace", "with"] * (len(subs) // 2):
+        raise ValueError(f"{path}: each '# replace:' line needs a '# with:' line after it")
+    replacements = tuple((subs[i][1].strip(), subs[i + 1][1].strip()) for i in range(0, len(subs), 2))
+    body = "\n".join(ln for ln in text.splitlines() if not _HEADER.match(ln)).strip("\n")
+    if replacements and body:
+        raise ValueError(f"{path}: give either substitutions or a replacement body, not both")
     fails = tuple(f.strip() for f in header.get("fails", f"test_{header['cell']}").split(",") if f.strip())
-    return Mutant(path.parent.name, path.stem, header["cell"].strip(), fails, header["mutant"].strip(), body)
+    return Mutant(path.parent.name, path.stem, header["cell"], fails, header["mutant"], body, replacements)
 
 
 def all_mutants() -> list[Mutant]:

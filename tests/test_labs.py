@@ -70,7 +70,8 @@ def test_every_exercise_has_mutants(lab, lab_course):
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_mutant_loses_its_exercise_points_only(mutant, lab_course):
     course = lab_course(mutant.lab)
-    planted = notebooks.replace_source(course.solution, mutant.cell, mutant.source)
+    solution_cell = notebooks.find_cell(course.solution, mutant.cell).source
+    planted = notebooks.replace_source(course.solution, mutant.cell, mutant.planted(solution_cell))
     result, _ = course.autograde(f"m-{mutant.name}"[:60], planted)
     assert result.graded, result.reason
     for cell, points in course.points.items():

@@ -767,18 +767,18 @@ def _tf32_allowed_quiet() -> bool:
 # gpudl bench matmul
 # =======================================================================================
 
-def _other_timers(stmt: Callable[[], Any], globals_: dict[str, Any], stmt_text: str,
-                  cuda: bool) -> tuple[float | None, float | None]:
-    """(do_bench median, torch Timer median) in seconds, for the same work."""
+def _do_bench_median(stmt: Callable[[], Any]) -> float:
+    """triton.testing.do_bench's median in seconds."""
+    import triton.testing
+
+    return triton.testing.do_bench(stmt, return_mode="median") / 1e3     # ms -> s
+
+
+def _timer_median(globals_: dict[str, Any], stmt_text: str, cuda: bool) -> float:
+    """torch.utils.benchmark.Timer's blocked_autorange median in seconds."""
     from torch.utils.benchmark import Timer
 
-    db = None
-    if cuda:
-        import triton.testing
-
-        db = triton.testing.do_bench(stmt, return_mode="median") / 1e3     # ms -> s
-    timer = Timer(stmt=stmt_text, globals=globals_).blocked_autorange(min_run_time=0.2 if cuda else 0.5)
-    return db, timer.median
+    return Timer(stmt=stmt_text, globals=globals_).blocked_autorange(min_run_time=0.2 if cuda else 0.5).median
 
 
 def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
@@ -822,6 +822,7 @@ def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
         spec = hardware.detect()
         dtypes = [hardware.normalize_dtype(d) for d in (args.dtypes or ("fp32", "tf32", "fp16", "bf16"))]
         rounds = args.rounds or (1 if args.quick else 3)
+        settle_s = 0.2 if args.quick else 1.0
         for dt in dtypes:
             for n in sizes:
                 g = torch.Generator(device="cuda").manual_seed(0)
@@ -829,17 +830,23 @@ def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
                 b = torch.randn(n, n, device="cuda", generator=g).to(torch_dtype(dt))   # (n, n)
                 with allow_tf32(dt == "tf32"):
                     fn = lambda: torch.matmul(a, b)   # noqa: E731 - the one operation all three timers time
-                    # A GPU's clock drifts with heat and power over seconds, by more than 2%: the
-                    # timers take turns, round after round, so drift reaches all three alike.
+                    # A GPU's clock drifts with heat and power by more than 2%, over seconds and
+                    # within a round: settle it under load first, then let the timers take turns,
+                    # each starting a round in turn, so drift reaches all three alike.
+                    settle = time.perf_counter()
+                    while time.perf_counter() - settle < settle_s:
+                        fn()
+                        torch.cuda.synchronize()
                     times: list[float] = []
                     dbs: list[float] = []
                     tms: list[float] = []
-                    for _ in range(rounds):
-                        times.extend(time_cuda(fn, what=f"{n}^3 {dt}").times)
-                        db_r, tm_r = _other_timers(fn, {"torch": torch, "a": a, "b": b}, "torch.matmul(a, b)",
-                                                   cuda=True)
-                        dbs.append(db_r)
-                        tms.append(tm_r)
+                    glb = {"torch": torch, "a": a, "b": b}
+                    timers = [lambda: times.extend(time_cuda(fn, what=f"{n}^3 {dt}").times),
+                              lambda: dbs.append(_do_bench_median(fn)),
+                              lambda: tms.append(_timer_median(glb, "torch.matmul(a, b)", cuda=True))]
+                    for r in range(rounds):
+                        for timer in timers[r % 3:] + timers[:r % 3]:
+                            timer()
                     ours = Measurement(tuple(times), what=f"{n}^3 {dt}", device="cuda", method="cuda events + L2 flush")
                     db, tm = statistics.median(dbs), statistics.median(tms)
                 try:
@@ -852,9 +859,9 @@ def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
                 del a, b
         table.notes.append(f"{spec.name if spec else 'unknown GPU'}: peaks from gpudl.hardware (dense). gpudl: CUDA "
                            "events, L2 flushed before each run, median of all runs; do_bench: return_mode='median' "
-                           "(it flushes L2 too); torch Timer: blocked_autorange median, no L2 flush. The three take "
-                           f"turns for {rounds} round(s) and each reports its median over them, so clock drift "
-                           "reaches all alike.")
+                           "(it flushes L2 too); torch Timer: blocked_autorange median, no L2 flush. After "
+                           f"{settle_s:g} s under load, the three take turns for {rounds} round(s), each starting a "
+                           "round in turn, and report their medians over them, so clock drift reaches all alike.")
     else:
         for n in sizes:
             g = np.random.default_rng(0)
@@ -866,7 +873,7 @@ def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
                     ("torch.matmul", lambda: torch.matmul(at, bt), {"torch": torch, "a": at, "b": bt},
                      "torch.matmul(a, b)")):
                 ours = time_cpu(fn, budget_s=1.0, what=f"{impl} {n}^3 fp32")
-                _, tm = _other_timers(fn, glb, text, cuda=False)
+                tm = _timer_median(glb, text, cuda=False)
                 table.rows.append(row(impl, "fp32", n, ours, None, tm, None))
         table.notes.append(f"CPU only ({torch.get_num_threads()} torch threads): gpudl has no CPU peak, so no fraction "
                            "of peak; triton.testing.do_bench needs a GPU. On a GPU this table has torch.matmul rows "

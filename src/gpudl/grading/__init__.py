@@ -23,6 +23,9 @@ compares the student's function with the package's reference on cases, through
 ``Case``, ``check_cases``  run a student's function on cases against the reference
 ``grading_active`` True while nbgrader executes the notebook (autograde or validate)
 ``quiet``          no warnings, no stderr: a test cell that writes to stderr scores 0
+``answer_digest``, ``choice_letters``  fixed answers of questions, compared by hash so the
+                   package does not spell them out
+``numerical_gradient``  central differences, the oracle for backward passes
 """
 from __future__ import annotations
 
@@ -250,6 +253,44 @@ def rng(exercise: str) -> np.random.Generator:
     secret = os.environ.get(SEED_ENV) or _PUBLIC_SEED
     digest = hashlib.sha256(f"{secret}:{exercise}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+# --- fixed answers -----------------------------------------------------------------------
+
+def answer_digest(lab: str, text: str) -> str:
+    """The hash a lab stores instead of a question's answer (``text`` normalised by the lab)."""
+    return hashlib.sha256(f"gpudl-{lab}:{text}".encode()).hexdigest()[:32]
+
+
+def choice_letters(answer: Any, allowed: str = "ABCD") -> str:
+    """A multiple-choice answer as its sorted, distinct, upper-case letters ("b, a" -> "AB")."""
+    __tracebackhide__ = True
+    if not isinstance(answer, str) or not answer.strip():
+        raise GradingError("answer with a string of letters, e.g. 'A' or 'AC'")
+    letters = "".join(sorted(set(answer.upper().replace(",", "").replace(" ", ""))))
+    if set(letters) - set(allowed):
+        raise GradingError(f"use only the letters {allowed[0]}-{allowed[-1]}, got {answer!r}")
+    return letters
+
+
+# --- gradients -----------------------------------------------------------------------------
+
+def numerical_gradient(loss: Callable[[], float], arrays: Sequence[np.ndarray], eps: float = 1e-6) -> list[np.ndarray]:
+    """d loss / d array for each array, by central differences: each element is nudged by
+    +-eps in place (and restored) and ``loss()`` re-evaluated. Use float64 arrays."""
+    grads = []
+    for a in arrays:
+        g = np.zeros_like(a)
+        for idx in np.ndindex(a.shape):
+            old = a[idx]
+            a[idx] = old + eps
+            plus = loss()
+            a[idx] = old - eps
+            minus = loss()
+            a[idx] = old
+            g[idx] = (plus - minus) / (2 * eps)
+        grads.append(g)
+    return grads
 
 
 # --- the guard ----------------------------------------------------------------------------

@@ -7,13 +7,13 @@ which the student's code may not call while it is checked.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Callable
 
 import numpy as np
 
 from .. import hardware, roofline
-from . import Case, GradingError, assert_close, assert_equal, call_student, check_cases, rng
+from . import (Case, GradingError, answer_digest, assert_close, assert_equal, call_student, check_cases,
+               choice_letters, rng)
 
 LAB = "lab01"
 
@@ -92,19 +92,11 @@ def batch_latency(fn: Callable, hidden: bool = False) -> None:
 _FPS_ANSWER = "9351aa54f658bb3837c318d12cc2cae1"
 
 
-def _digest(letters: str) -> str:
-    return hashlib.sha256(f"gpudl-lab01:{letters}".encode()).hexdigest()[:32]
-
-
 def fps_question(answer: str) -> None:
     """The seed's question: a system delivers 30 FPS; which latencies are possible?"""
     __tracebackhide__ = True
-    if not isinstance(answer, str) or not answer.strip():
-        raise GradingError("answer with a string of letters, e.g. 'A' or 'AC'")
-    letters = "".join(sorted(set(answer.upper().replace(",", "").replace(" ", ""))))
-    if set(letters) - set("ABCD"):
-        raise GradingError(f"use only the letters A-D, got {answer!r}")
-    if _digest(letters) != _FPS_ANSWER:
+    letters = choice_letters(answer, "ABCD")
+    if answer_digest(LAB, letters) != _FPS_ANSWER:
         raise GradingError(f"{letters!r} is not it. Hint: latency = batch / throughput; "
                            "which batch sizes give each latency at 30 FPS?")
 

@@ -16,7 +16,6 @@ The timers are checked against work of known duration that shows each classic mi
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import math
 import time
 from typing import Any, Callable
@@ -24,8 +23,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import bench, hardware
-from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, guard, quiet, ratio_hint,
-               rng)
+from . import (Case, GradingError, answer_digest, assert_close, assert_equal, call_student, check_cases,
+               choice_letters, guard, quiet, ratio_hint, rng)
 
 LAB = "lab02"
 
@@ -652,24 +651,14 @@ def regime(fn: Callable, hidden: bool = False) -> None:
 _ANSWERS = {"seed": "cc59aecdf8d1a49ca6dd5831dcb45344", "first_call": "fa26acd79712cb4e2c367cc6ab11b978"}
 
 
-def _digest(question: str, letters: str) -> str:
-    return hashlib.sha256(f"gpudl-lab02:{question}:{letters}".encode()).hexdigest()[:32]
 
 
-def _letters(answer: Any, allowed: str) -> str:
-    __tracebackhide__ = True
-    if not isinstance(answer, str) or not answer.strip():
-        raise GradingError("answer with a string of letters, e.g. 'A' or 'AC'")
-    letters = "".join(sorted(set(answer.upper().replace(",", "").replace(" ", ""))))
-    if set(letters) - set(allowed):
-        raise GradingError(f"use only the letters {allowed[0]}-{allowed[-1]}, got {answer!r}")
-    return letters
 
 
 def seed_question(answer: str) -> None:
     """Why does the lecture's code report ~13,500 TFLOP/s for a 6000^3 FP32 matmul on an H200?"""
     __tracebackhide__ = True
-    if _digest("seed", _letters(answer, "ABCD")) != _ANSWERS["seed"]:
+    if answer_digest("lab02", "seed:" + choice_letters(answer, "ABCD")) != _ANSWERS["seed"]:
         raise GradingError("not quite. Hint: when does torch.matmul on a GPU return, and what did time.time() "
                            "measure between its two readings?")
 
@@ -677,5 +666,5 @@ def seed_question(answer: str) -> None:
 def first_call_question(answer: str) -> None:
     """Which of these make a GPU matmul's first call slower than the next ones?"""
     __tracebackhide__ = True
-    if _digest("first_call", _letters(answer, "ABCDE")) != _ANSWERS["first_call"]:
+    if answer_digest("lab02", "first_call:" + choice_letters(answer, "ABCDE")) != _ANSWERS["first_call"]:
         raise GradingError("not quite: pick every letter that is a one-off or start-up cost. Hint: more than one is.")

@@ -17,7 +17,6 @@ Some checks watch *how* the answer is computed, not only what it is:
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any, Callable
 
@@ -25,7 +24,7 @@ import numpy as np
 
 from .. import gemm
 from ..hardware import device
-from . import (EPS, Case, GradingError, assert_close, assert_equal, call_student, check_cases, rng,
+from . import (EPS, Case, GradingError, answer_digest, assert_close, assert_equal, call_student, check_cases, rng,
                tolerance)
 
 LAB = "lab03"
@@ -132,8 +131,6 @@ def loop_order(fn: Callable, hidden: bool = False) -> None:
 
 # --- 2. which loop order moves the least data --------------------------------------------------
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(f"gpudl-lab03:{text}".encode()).hexdigest()[:32]
 
 
 _BEST_ORDER = "77d8f05b3664da0b67cf9dfb1b2bd22f"
@@ -161,11 +158,11 @@ def traffic_question(best: Any, worst: Any) -> None:
         raise GradingError(f"BEST_ORDER is one loop order, got {best!r}")
     if len(worst_l) != 2:
         raise GradingError(f"WORST_ORDERS names two loop orders, got {worst!r}")
-    if _digest(best_l[0]) != _BEST_ORDER:
+    if answer_digest("lab03", best_l[0]) != _BEST_ORDER:
         raise GradingError(f"{best_l[0]!r} is not the order that moves the least data. Hint: with 8-word lines, "
                            "an inner loop that walks along a row uses every word of each line it fetches; run "
                            "gpudl.gemm.simulate_traffic(gemm.loop_trace(32, order), 256, 8) for each order")
-    if _digest(",".join(worst_l)) != _WORST_ORDERS:
+    if answer_digest("lab03", ",".join(worst_l)) != _WORST_ORDERS:
         raise GradingError(f"{worst_l} are not the two orders that move the most data. Hint: which inner loop "
                            "walks down columns of row-major matrices, fetching a line for one word?")
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .. import lstm
-from . import Case, GradingError, assert_close, call_student, check_cases, rng, tolerance
+from . import (Case, GradingError, answer_digest, assert_close, call_student, check_cases, choice_letters,
+               numerical_gradient, rng, tolerance)
 
 LAB = "lab06"
 SEED_TOL = 1e-4
@@ -296,19 +296,7 @@ def _cell_central_differences(x, h_prev, c_prev, W, U, b, dh, dc, eps=1e-6):
         h, c, _ = lstm.lstm_cell_forward(*args)
         return float(np.sum(dh * h) + np.sum(dc * c))
 
-    grads = []
-    for a in args:
-        gr = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            old = a[idx]
-            a[idx] = old + eps
-            plus = loss()
-            a[idx] = old - eps
-            minus = loss()
-            a[idx] = old
-            gr[idx] = (plus - minus) / (2 * eps)
-        grads.append(gr)
-    return grads
+    return numerical_gradient(loss, args, eps)
 
 
 def lstm_cell_backward(fn: Callable, hidden: bool = False) -> None:
@@ -374,19 +362,7 @@ def _sequence_central_differences(args, dout, dh_last, dc_last, eps=1e-6):
         out, (h_T, c_T) = lstm.lstm_forward_per_gate(*args)
         return float(np.sum(out * dout) + np.sum(h_T * dh_last) + np.sum(c_T * dc_last))
 
-    grads = []
-    for a in args:
-        gr = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            old = a[idx]
-            a[idx] = old + eps
-            plus = loss()
-            a[idx] = old - eps
-            minus = loss()
-            a[idx] = old
-            gr[idx] = (plus - minus) / (2 * eps)
-        grads.append(gr)
-    return grads
+    return numerical_gradient(loss, args, eps)
 
 
 def _torch_autograd(args, dout, dh_last, dc_last):
@@ -662,25 +638,15 @@ _ANSWERS = {"cell_gradient": "6f0ccbb04322fd37ddccad7ad2b3eb79",
             "batched_gemms": "0b13a603ba72b82a5db9f84e7972276c"}
 
 
-def _digest(question: str, letters: str) -> str:
-    return hashlib.sha256(f"gpudl-lab06:{question}:{letters}".encode()).hexdigest()[:32]
 
 
-def _letters(answer: Any, allowed: str) -> str:
-    __tracebackhide__ = True
-    if not isinstance(answer, str) or not answer.strip():
-        raise GradingError("answer with a string of letters, e.g. 'A' or 'AC'")
-    letters = "".join(sorted(set(answer.upper().replace(",", "").replace(" ", ""))))
-    if set(letters) - set(allowed):
-        raise GradingError(f"use only the letters {allowed[0]}-{allowed[-1]}, got {answer!r}")
-    return letters
 
 
 def cell_gradient_question(answer: Any) -> None:
     """Why does the cell state carry gradients over many steps?"""
     __tracebackhide__ = True
-    letters = _letters(answer, "ABCD")
-    if _digest("cell_gradient", letters) != _ANSWERS["cell_gradient"]:
+    letters = choice_letters(answer, "ABCD")
+    if answer_digest("lab06", "cell_gradient:" + letters) != _ANSWERS["cell_gradient"]:
         raise GradingError(f"{letters!r} is not it. Hint: write dc_{{t-1}} in terms of dc_t, as in your "
                            "lstm_cell_backward; what multiplies it at each step?")
 
@@ -688,7 +654,7 @@ def cell_gradient_question(answer: Any) -> None:
 def batched_gemms_question(answer: Any) -> None:
     """Which backward products can be one GEMM over the whole sequence?"""
     __tracebackhide__ = True
-    letters = _letters(answer, "ABCD")
-    if _digest("batched_gemms", letters) != _ANSWERS["batched_gemms"]:
+    letters = choice_letters(answer, "ABCD")
+    if answer_digest("lab06", "batched_gemms:" + letters) != _ANSWERS["batched_gemms"]:
         raise GradingError(f"{letters!r} is not it. Hint: a product can wait until after the time loop when "
                            "nothing inside the loop needs its result; pick every such product.")

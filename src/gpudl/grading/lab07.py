@@ -8,14 +8,13 @@ from ``gpudl.attention``, which the student's code may not call while it is chec
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import attention
 from ..hardware import device
-from . import Case, GradingError, assert_close, call_student, check_cases, rng
+from . import Case, GradingError, answer_digest, assert_close, call_student, check_cases, rng
 
 LAB = "lab07"
 
@@ -234,8 +233,6 @@ def attention_flops(fn: Callable, hidden: bool = False) -> None:
 _GROWTH = "c3c3cbe5a18996e66f5051ccc9895c4c"
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(f"gpudl-lab07:{text}".encode()).hexdigest()[:32]
 
 
 def memory_questions(growth: Any, scores_gib: Any) -> None:
@@ -246,7 +243,7 @@ def memory_questions(growth: Any, scores_gib: Any) -> None:
         naive, tiled = (float(x) for x in growth)
     except (TypeError, ValueError):
         raise GradingError(f"MEMORY_GROWTH must be a pair of numbers (naive, tiled), got {growth!r}") from None
-    if _digest(f"{round(naive)},{round(tiled)}") != _GROWTH or abs(naive - round(naive)) > 0.01 or abs(tiled - round(tiled)) > 0.01:
+    if answer_digest("lab07", f"{round(naive)},{round(tiled)}") != _GROWTH or abs(naive - round(naive)) > 0.01 or abs(tiled - round(tiled)) > 0.01:
         raise GradingError(f"MEMORY_GROWTH = {growth!r} is not it. Look at your plot's slopes on log-log axes: "
                            "a line of slope p means memory grows like L^p, so doubling L multiplies it by 2^p.")
     expected = 8 * 16 * 16384 * 16384 * 2 / 2**30
