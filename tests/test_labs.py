@@ -1,15 +1,22 @@
 """Every lab under solutions/: the release is what nbgrader makes of the solution, the
 solution autogrades to full marks, the release to zero, and every mutant loses exactly the
-points of the exercise it breaks."""
+points of the exercise it breaks.
+
+The solution and the release are graded by nbgrader itself. The mutants are graded in this
+process by ``inprocess.autograde`` (nbgrader's scoring rule, without a kernel per mutant),
+which ``test_in_process_grading_agrees_with_nbgrader`` checks against nbgrader on one mutant
+per lab; ``GPUDL_MUTANTS=nbgrader pytest tests/test_labs.py`` grades every mutant with nbgrader.
+"""
 from __future__ import annotations
 
 import json
+import os
 
-import nbformat
 import pytest
 
-from gpudl import notebooks
-from conftest import ROOT, all_mutants, lab_names
+import inprocess
+from gpudl import notebooks, pipeline
+from conftest import ROOT, SECRET, all_mutants, lab_names
 
 LABS = lab_names()
 MUTANTS = all_mutants()
@@ -67,16 +74,37 @@ def test_every_exercise_has_mutants(lab, lab_course):
         assert set(m.fails) <= set(course.points), f"mutant {m.name} names unknown test cells {m.fails}"
 
 
+def _planted(mutant, course):
+    solution_cell = notebooks.find_cell(course.solution, mutant.cell).source
+    return notebooks.replace_source(course.solution, mutant.cell, mutant.planted(solution_cell))
+
+
+def _scores(mutant, course, *, with_nbgrader: bool) -> dict[str, float]:
+    student = f"m-{mutant.name}"[:60]
+    if with_nbgrader:
+        result, _ = course.autograde(student, _planted(mutant, course))
+        assert result.graded, result.reason
+        return result.scores
+    return inprocess.autograde(_planted(mutant, course), seed=pipeline.student_seed(SECRET, mutant.lab, student))
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_mutant_loses_its_exercise_points_only(mutant, lab_course):
     course = lab_course(mutant.lab)
-    solution_cell = notebooks.find_cell(course.solution, mutant.cell).source
-    planted = notebooks.replace_source(course.solution, mutant.cell, mutant.planted(solution_cell))
-    result, _ = course.autograde(f"m-{mutant.name}"[:60], planted)
-    assert result.graded, result.reason
+    scores = _scores(mutant, course, with_nbgrader=os.environ.get("GPUDL_MUTANTS") == "nbgrader")
     for cell, points in course.points.items():
-        got = result.scores.get(cell, 0.0)
+        got = scores.get(cell, 0.0)
         if cell in mutant.fails:
             assert got < points, f"{mutant.description!r}: {cell} still earns {got}/{points}"
         else:
-            assert got == points, f"{mutant.description!r} also costs {cell} ({got}/{points}): {result.notes}"
+            assert got == points, f"{mutant.description!r} also costs {cell} ({got}/{points})"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_in_process_grading_agrees_with_nbgrader(lab, lab_course):
+    """The mutant bank is graded in-process; on one mutant per lab that must give nbgrader's scores,
+    and on the solution full marks."""
+    course = lab_course(lab)
+    first = next(m for m in MUTANTS if m.lab == lab)
+    assert _scores(first, course, with_nbgrader=False) == _scores(first, course, with_nbgrader=True)
+    assert inprocess.autograde(course.solution, seed="any") == course.points

@@ -1,0 +1,11 @@
+# mutant: ignores the workspace limit
+# cell: find
+def find(candidates, timer=bench.measure, workspace_limit=None):
+    ran, others = [], []
+    for cand in candidates:
+        if not cand.supported:
+            others.append((cand.name, "NOT_SUPPORTED", math.inf, cand.workspace))
+        else:
+            ran.append((cand.name, "SUCCESS", timer(cand.run).median, cand.workspace))
+    ran.sort(key=lambda record: record[2])
+    return ran + others

@@ -1,0 +1,3 @@
+# mutant: CHWN
+# cell: flatten_layout
+FLATTEN_LAYOUT = "CHWN"

@@ -1,0 +1,14 @@
+# mutant: one column per input pixel (H*W) instead of per output pixel (P*Q)
+# cell: workspace_bytes
+def workspace_bytes(algo, x_shape, w_shape, pad, stride, dilation, groups, bytes_per_element):
+    n, c, h, width = x_shape
+    k, cg, r, s = w_shape
+    p, q = output_dim(h, r, pad, stride, dilation), output_dim(width, s, pad, stride, dilation)
+    if algo == "IMPLICIT_GEMM":
+        return 0
+    if algo == "GEMM":
+        return n * c * r * s * h * width * bytes_per_element
+    if algo == "WINOGRAD":
+        tiles = n * math.ceil(p / 2) * math.ceil(q / 2)
+        return 16 * (c * tiles + k * cg + k * tiles) * bytes_per_element
+    raise ValueError(f"unknown algorithm {algo!r}")
