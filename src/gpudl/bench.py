@@ -152,19 +152,15 @@ def time_cpu(fn: Callable[[], Any], *, warmup: int = 1, min_runs: int = 5, max_r
     return Measurement(tuple(times), what=what, device="cpu", method="perf_counter", warmup=warmup)
 
 
-_L2_BUFFERS: dict[int, Any] = {}
-
-
-def _l2_flusher(device_index: int):
-    """A buffer of twice the GPU's L2 cache, and at least 256 MB (what do_bench zeroes);
-    zeroing it evicts whatever was cached."""
+def _l2_flush_buffer(device_index: int):
+    """A buffer of twice the GPU's L2 cache, and at least 256 MB; zeroing it evicts whatever
+    was cached. Like do_bench, each measurement allocates its own (from torch's caching
+    allocator, so it is cheap), which leaves the timed work's tensors where do_bench's are."""
     import torch
 
-    if device_index not in _L2_BUFFERS:
-        l2 = int(getattr(torch.cuda.get_device_properties(device_index), "L2_cache_size", 0)) or 64 * 2**20
-        nbytes = max(2 * l2, 256 * 2**20)
-        _L2_BUFFERS[device_index] = torch.empty(nbytes // 4, dtype=torch.int32, device=f"cuda:{device_index}")
-    return _L2_BUFFERS[device_index]
+    l2 = int(getattr(torch.cuda.get_device_properties(device_index), "L2_cache_size", 0)) or 64 * 2**20
+    nbytes = max(2 * l2, 256 * 2**20)
+    return torch.empty(nbytes // 4, dtype=torch.int32, device=f"cuda:{device_index}")
 
 
 @reference
@@ -176,7 +172,9 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int = 3, min_runs: int = 10, max
     Warm-up: at least ``warmup`` calls and at least ``warmup_s`` seconds of them (as
     ``triton.testing.do_bench`` warms up for 25 ms), then a synchronisation. Before each
     run the L2 cache is flushed (``flush_l2``), outside the events. Runs are issued in
-    batches of ``batch``; after each batch the GPU is synchronised and the events read, and
+    batches of at least ``batch`` and enough to fill ``min_time_s`` (the warm-up tells how
+    many), so the GPU works without pause; after each batch it is synchronised and the events
+    read, and
     timing stops once at least ``min_time_s`` of GPU time has been measured and the median
     is stable, or ``max_runs`` are done, or ``budget_s`` is spent. Like ``do_bench``'s 100 ms,
     ``min_time_s`` measures the GPU under sustained load: a few milliseconds of runs catch
@@ -193,7 +191,7 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int = 3, min_runs: int = 10, max
             raise RuntimeError("time_cuda needs a CUDA device; use time_cpu (or measure) on the CPU")
         api = torch.cuda
         device_index = torch.cuda.current_device()
-        flush = _l2_flusher(device_index).zero_ if flush_l2 else None
+        flush = _l2_flush_buffer(device_index).zero_ if flush_l2 else None
         device_name, method = f"cuda:{device_index}", "cuda events" + (" + L2 flush" if flush_l2 else "")
     else:
         flush = getattr(api, "flush_l2", None) if flush_l2 else None
@@ -205,12 +203,18 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int = 3, min_runs: int = 10, max
     for _ in range(warmup):
         fn()
     api.synchronize()
-    spent = time.perf_counter() - warm_start
+    calls, spent = warmup, time.perf_counter() - warm_start
     if warmup > 0 and spent < warmup_s:            # short work: keep warming up for warmup_s
-        per_call = max(spent / warmup, 1e-6)
-        for _ in range(min(math.ceil((warmup_s - spent) / per_call), 10_000)):
+        extra = min(math.ceil((warmup_s - spent) / max(spent / warmup, 1e-6)), 10_000)
+        for _ in range(extra):
             fn()
         api.synchronize()
+        calls += extra
+    if calls:
+        # Keep the GPU busy for a whole window, as do_bench does: a synchronisation every few
+        # runs leaves it idle for a moment, and an idle GPU boosts its clock for the next runs.
+        per_run = max((time.perf_counter() - warm_start) / calls, 1e-7)
+        batch = max(batch, min(math.ceil(min_time_s / per_run), 100_000))
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < max_runs:
@@ -794,7 +798,7 @@ def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
     p.add_argument("--sizes", type=int, nargs="+", help="square sizes n (default: 4096 8192 on a GPU)")
     p.add_argument("--dtypes", nargs="+", default=None, help="GPU dtypes (default: fp32 tf32 fp16 bf16)")
     p.add_argument("--rounds", type=int, default=None,
-                   help="interleaved rounds of the three timers (default: 5 on a GPU, 1 with --quick)")
+                   help="interleaved rounds of the three timers (default: 9 on a GPU, 1 with --quick)")
     args = p.parse_args(list(argv))
     cuda = dev == "cuda"
     if args.sizes:
@@ -804,6 +808,10 @@ def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
     else:
         sizes = [256, 512] if args.quick else [1024, 2048]
     table = Table(f"matmul C = A @ B on {'the GPU' if cuda else 'the CPU'}: gpudl vs do_bench vs torch Timer")
+
+    def spread(values: Sequence[float]) -> float | None:
+        """(max - min) / median over the rounds, in %: how far one timer disagrees with itself."""
+        return 100.0 * (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else None
 
     def row(impl: str, dt: str, n: int, ours: Measurement, db: float | None, tm: float | None,
             peak: float | None, median: float | None = None) -> dict[str, Any]:
@@ -822,7 +830,7 @@ def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
     if cuda:
         spec = hardware.detect()
         dtypes = [hardware.normalize_dtype(d) for d in (args.dtypes or ("fp32", "tf32", "fp16", "bf16"))]
-        rounds = args.rounds or (1 if args.quick else 5)
+        rounds = args.rounds or (1 if args.quick else 9)
         settle_s = 0.2 if args.quick else 1.0
         for dt in dtypes:
             for n in sizes:
@@ -859,14 +867,18 @@ def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
                     peak = None
                 if peak is not None:
                     check_plausible(gemm_flops(n, n, n) / ours_median, peak, what=f"{n}^3 {dt} matmul")
-                table.rows.append(row("torch.matmul", dt, n, ours, db, tm, peak, ours_median))
+                r = row("torch.matmul", dt, n, ours, db, tm, peak, ours_median)
+                r["gpudl spread %"] = spread([m.median for m in rounds_ours])
+                r["do_bench spread %"] = spread(dbs)
+                table.rows.append(r)
                 del a, b
         table.notes.append(f"{spec.name if spec else 'unknown GPU'}: peaks from gpudl.hardware (dense). gpudl: CUDA "
                            "events, L2 flushed before each run; do_bench: return_mode='median' "
                            "(it flushes L2 too); torch Timer: blocked_autorange median, no L2 flush. After "
                            f"{settle_s:g} s under load, the three take turns for {rounds} round(s), each starting a "
                            "round in turn; each figure is the median over rounds of that timer's per-round median, so "
-                           "clock drift reaches all alike.")
+                           "clock drift reaches all alike. 'spread %' is (max - min) / median of a timer's "
+                           "per-round medians: how well it agrees with itself, the yardstick for 'within 2%'.")
     else:
         for n in sizes:
             g = np.random.default_rng(0)

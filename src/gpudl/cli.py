@@ -83,6 +83,8 @@ def doctor(_args: argparse.Namespace) -> int:
         print(f"course      {root}: labs {', '.join(lab_names(root)) or '(none)'}")
     except FileNotFoundError:
         print("course      (not inside the course repository)")
+    except ImportError as exc:        # nbformat & co. missing: already listed above
+        print(f"course      (cannot read it: {exc})")
     if problems:
         print("\nPROBLEMS:")
         for p in problems:
