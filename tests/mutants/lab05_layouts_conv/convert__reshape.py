@@ -1,10 +1,10 @@
 # mutant: reshapes instead of permuting (relabels the memory instead of moving it)
 # cell: convert
-def nchw_to_nhwc(x):
-    n, c, h, w = x.shape
-    return x.reshape(n, h, w, c)
-
-
-def nhwc_to_nchw(x):
-    n, h, w, c = x.shape
-    return x.reshape(n, c, h, w)
+# replace: """(N, C, H, W) -> a new, contiguous (N, H, W, C) tensor."""
+# with: n, c, h, w = x.shape
+# replace: return x.permute(0, 2, 3, 1).contiguous()
+# with: return x.reshape(n, h, w, c)
+# replace: """(N, H, W, C) -> a new, contiguous (N, C, H, W) tensor."""
+# with: n, h, w, c = x.shape
+# replace: return x.permute(0, 3, 1, 2).contiguous()
+# with: return x.reshape(n, c, h, w)

@@ -1,10 +1,6 @@
 # mutant: counts one head per sequence
 # cell: attention_flops
-def attention_flops(batch, heads, lq, lk, d, causal=False):
-    """FLOPs of Q K^T and A V for `batch` x `heads` attentions (d_v = d)."""
-    if causal:
-        full = min(lq, lk)
-        pairs = full * (full + 1) // 2 + (lq - full) * lk
-    else:
-        pairs = lq * lk
-    return 4 * batch * pairs * d
+# replace: full = min(lq, lk)                                   # rows 0..full-1 see i + 1 keys, later rows all lk
+# with: full = min(lq, lk)
+# replace: return 4 * batch * heads * pairs * d
+# with: return 4 * batch * pairs * d

@@ -1,17 +1,10 @@
 # mutant: aligns the causal triangle at the bottom right when Lq != Lk (the contract says top left)
 # cell: sdpa
-def scaled_dot_product_attention(q, k, v, mask=None, causal=False):
-    """softmax(q k^T / sqrt(d), masked) v for NumPy arrays (..., L, d)."""
-    lq, lk, d = q.shape[-2], k.shape[-2], q.shape[-1]
-    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)
-    visible = np.ones((lq, lk), dtype=bool)
-    if mask is not None:
-        visible = visible & mask
-    if causal:
-        visible = visible & np.tril(np.ones((lq, lk), dtype=bool), k=lk - lq)
-    s = np.where(visible, s, -np.inf)
-    m = np.max(s, axis=-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    p = np.exp(s - m)
-    total = np.sum(p, axis=-1, keepdims=True)
-    return (p / np.where(total > 0, total, 1.0)) @ v
+# replace: s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)             # (..., Lq, Lk) scores
+# with: s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)
+# replace: visible = visible & np.tril(np.ones((lq, lk), dtype=bool))
+# with: visible = visible & np.tril(np.ones((lq, lk), dtype=bool), k=lk - lq)
+# replace: m = np.where(np.isfinite(m), m, 0.0)                    # a row with nothing visible: no -inf - (-inf)
+# with: m = np.where(np.isfinite(m), m, 0.0)
+# replace: p = np.exp(s - m)                                        # hidden keys: exp(-inf) = 0
+# with: p = np.exp(s - m)
