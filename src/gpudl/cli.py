@@ -67,10 +67,9 @@ def doctor(_args: argparse.Namespace) -> int:
     if dev == "cuda":
         import torch
 
-        from . import hardware
         spec = hardware.detect()
         print(f"gpu         {torch.cuda.get_device_name(0)}; torch CUDA {torch.version.cuda}; "
-              f"driver {hardware._nvidia_smi('driver_version') or '?'}")
+              f"driver {hardware.nvidia_smi('driver_version') or '?'}")
         print("            " + spec.summary().replace("\n", "\n            "))
         print("triton      compiled kernels on the GPU" + ("" if os.environ.get("TRITON_INTERPRET") != "1"
                                                           else " (TRITON_INTERPRET=1 is set: interpreter!)"))

@@ -20,6 +20,7 @@ Public names
 ``device``          "cuda" or "cpu": what the labs run on (``GPUDL_DEVICE`` overrides)
 ``configure``       run once at import: Triton's interpreter when there is no GPU
 ``pick``            choose problem sizes for the current device
+``nvidia_smi``      one field nvidia-smi reports for GPU 0 (driver, clocks), or None
 ``ENERGY_PJ``       the energy of an operation vs moving its operands (Timeloop tutorial)
 """
 from __future__ import annotations
@@ -341,7 +342,8 @@ _ARCH_RATES = {
 }
 
 
-def _nvidia_smi(query: str) -> str | None:
+def nvidia_smi(query: str) -> str | None:
+    """``nvidia-smi --query-gpu=QUERY`` for GPU 0, or None where there is no nvidia-smi."""
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None
@@ -412,7 +414,7 @@ def detect() -> GPUSpec | None:
     cc = (props.major, props.minor)
     older = [k for k in _ARCH_RATES if k <= cc]   # a newer GPU gets the newest rates we know
     arch, cuda_rates, tensor_rates = _ARCH_RATES[max(older)] if older else ("unknown", {"fp32": 64}, {})
-    clock = _nvidia_smi("clocks.max.sm")
+    clock = nvidia_smi("clocks.max.sm")
     clock_mhz = float(clock) if clock and clock.replace(".", "").isdigit() else 1500.0
     return GPUSpec(
         name=name, architecture=arch, compute_capability=cc, sms=props.multi_processor_count,

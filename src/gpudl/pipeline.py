@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import os
 import re
 import secrets
@@ -288,6 +287,7 @@ class StudentResult:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     autograded: Path | None = None
+    gradebook: Path | None = None    # the scratch gradebook to merge into the main one
 
     def line(self) -> str:
         if not self.graded:
@@ -452,7 +452,7 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                 return StudentResult(sub.student, False, max_score=max_score, reason=f"grading failed: {exc}")
             result.max_score = result.max_score or max_score
             result.notes[:0] = notes
-            result._db = db  # type: ignore[attr-defined]
+            result.gradebook = db
             return result
 
         bar = None
@@ -473,9 +473,8 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
             for r in results:
                 gb.update_or_create_student(r.student)
         for r in results:
-            db = getattr(r, "_db", None)
-            if db is not None and db.exists():
-                merge_gradebook(out / "gradebook.db", db, lab, r.student)
+            if r.gradebook is not None and r.gradebook.exists():
+                merge_gradebook(out / "gradebook.db", r.gradebook, lab, r.student)
             if r.graded and r.autograded:
                 dest = out / "autograded" / r.student / lab
                 if dest.exists():
@@ -519,7 +518,3 @@ def read_scores(path: Path) -> dict[str, dict[str, Any]]:
         out[row["student"]] = parsed
     return out
 
-
-def dump_json(results: list[StudentResult]) -> str:
-    return json.dumps([{k: (str(v) if isinstance(v, Path) else v) for k, v in r.__dict__.items()
-                        if not k.startswith("_")} for r in results], indent=2)

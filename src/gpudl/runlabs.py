@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -65,7 +66,7 @@ def device_info(device: str) -> dict[str, Any]:
 
         spec = hardware.detect()
         info.update(gpu=torch.cuda.get_device_name(0), cuda=torch.version.cuda,
-                    driver=hardware._nvidia_smi("driver_version"), spec=spec.name, estimated=spec.estimated,
+                    driver=hardware.nvidia_smi("driver_version"), spec=spec.name, estimated=spec.estimated,
                     bandwidth_gbs=spec.memory_bandwidth_gbs)
         peaks = {}
         for dt in ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8"):
@@ -86,7 +87,6 @@ def _first_error(nb: nbformat.NotebookNode) -> tuple[int | None, str, str]:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 tb = "\n".join(out.get("traceback", []))
-                import re
                 tb = re.sub(r"\x1b\[[0-9;]*m", "", tb)          # strip ANSI colours
                 return index, cell.source, f"{out.get('ename')}: {out.get('evalue')}\n{tb[-2500:]}"
     return None, "", ""

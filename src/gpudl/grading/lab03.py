@@ -192,10 +192,6 @@ class _TileWatch(np.ndarray):
         return super().__array_function__(func, types, args, kwargs)
 
 
-def _blocked_ref(A, B, block):
-    return np.asarray(A) @ np.asarray(B)
-
-
 def blocked(fn: Callable, hidden: bool = False) -> None:
     """``fn(A, B, block)`` -> A @ B, computed as products of tiles of at most block x block."""
     __tracebackhide__ = True
