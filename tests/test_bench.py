@@ -260,6 +260,28 @@ def test_time_cuda_keeps_warming_up_short_work():
     assert kernel.calls - m.count >= 10                           # ~50 warm-up calls of 1 ms, not just 3
 
 
+class FlushingGPU(bench.SimulatedGPU):
+    """A simulated GPU whose L2 flush is 1 ms of device work, counted."""
+
+    flushes = 0
+
+    def flush_l2(self) -> None:
+        self.flushes += 1
+        self.launch(0.001, name="flush")
+
+
+def test_time_cuda_times_one_do_bench_window_of_runs_with_their_flushes():
+    gpu = FlushingGPU()
+    kernel = gpu.kernel(0.001)
+    m = bench.time_cuda(kernel, api=gpu, warmup=3, min_runs=10, warmup_s=0.02, min_time_s=0.1)
+    assert m.median == pytest.approx(0.001, rel=0.01)            # the flush is outside the events
+    assert m.method == "events + L2 flush"
+    assert gpu.flushes == 5 + m.count                             # before the 5 estimate runs and every timed run
+    # do_bench's window: 100 ms of runs *with* their flushes, ~50 runs of 1 + 1 ms (not 100 runs of 1 ms)
+    assert 10 <= m.count <= 50
+    assert kernel.calls - m.count - 3 - 5 >= 5                    # ~10 warm-up calls of 2 ms fill warmup_s
+
+
 # --- matmul_tflops and the sweep --------------------------------------------------------------
 
 SIM_RATES = {"fp32": 0.2e12, "tf32": 1.6e12, "fp16": 3.2e12, "bf16": 3.2e12}
