@@ -1,4 +1,4 @@
-"""The gpudl command: doctor's verdicts, release into a course copy, the benchmark registry."""
+"""The gpudl command: doctor's verdicts, release into a course copy, one-line errors, the benchmark registry."""
 from __future__ import annotations
 
 import os
@@ -48,9 +48,33 @@ def test_release_regenerates_a_lab_in_a_course_copy(tmp_path):
     assert "### BEGIN SOLUTION" not in made.read_text()
 
 
-def test_release_of_an_unknown_lab_says_which_exist(tmp_path):
-    res = run("release", "lab99_nothing")
-    assert res.returncode != 0 and "lab01_performance_basics" in (res.stdout + res.stderr)
+@pytest.mark.parametrize("args,says", [
+    (("grade", "lab99_nothing", "subs", "--out", "out"), "labs are: lab01_performance_basics"),
+    (("grade", "lab01_performance_basics", "no/such/folder", "--out", "out"), "neither a folder of submissions"),
+    (("release", "lab99_nothing"), "labs are: lab01_performance_basics"),
+])
+def test_a_wrong_name_or_path_is_one_line_that_says_what_exists_not_a_traceback(tmp_path, args, says):
+    (tmp_path / "subs").mkdir()
+    res = run(*(str(tmp_path / a) if a in ("subs", "no/such/folder", "out") else a for a in args))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert says in res.stderr and "Traceback" not in res.stderr
+    assert res.stderr.startswith(f"gpudl {args[0]}: error:")
+
+
+def test_outside_a_course_the_error_names_what_is_missing(tmp_path):
+    res = run("release", cwd=tmp_path)
+    assert res.returncode == 2 and "no course repository" in res.stderr and "Traceback" not in res.stderr
+    debug = run("release", cwd=tmp_path, env=dict(os.environ, GPUDL_DEBUG="1"))
+    assert "Traceback" in debug.stderr                    # for developers, on request
+
+
+def test_run_labs_asks_for_a_gpu_it_does_not_have_with_a_hint(tmp_path):
+    from gpudl import hardware
+    if hardware.cuda_available():
+        pytest.skip("this machine has a GPU: --device cuda is right here")
+    res = run("run-labs", "--device", "cuda", "--report", str(tmp_path / "r"), "--no-bench")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "no CUDA device" in res.stderr and "--device cpu" in res.stderr and "Traceback" not in res.stderr
 
 
 def test_unknown_arguments_are_refused_except_for_lab():

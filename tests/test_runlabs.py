@@ -49,6 +49,9 @@ def test_the_run_exits_non_zero_and_names_the_failures(broken_course):
     assert "FAILED course 99_broken" in res.stdout and "cell 2" in res.stdout
     assert "ok     course 01_performance_basics" in res.stdout
     assert f"FAILED lab    {LAB} 28.0/32.0" in res.stdout
+    assert "run-labs on the CPU" in res.stdout
+    # kernels over IPC, shut down by the run: no ipykernel warnings in a CI log
+    assert "IPKernelApp" not in res.stderr and "Traceback" not in res.stderr, res.stderr
 
 
 def test_the_report_shows_the_failing_cell_and_why(broken_course):

@@ -133,8 +133,9 @@ def lab(args: argparse.Namespace) -> int:
 
 
 def run_labs(args: argparse.Namespace) -> int:
+    from .hardware import device
     from .runlabs import run_labs as do_run
-    return do_run(device=args.device, report=Path(args.report), only=args.only, timeout=args.timeout,
+    return do_run(device=args.device or device(), report=Path(args.report), only=args.only, timeout=args.timeout,
                   benchmarks=not args.no_bench, root=Path(args.root) if args.root else None)
 
 
@@ -191,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=grade)
 
     p = sub.add_parser("run-labs", help="execute every notebook, grade the solutions, report")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
+    p.add_argument("--device", choices=("cpu", "cuda"),
+                   help="default: cuda when torch sees a GPU, else cpu (GPU runners pass --device cuda)")
     p.add_argument("--report", default="gpu-report", help="folder for report.json, report.md and plots")
     p.add_argument("--only", action="append", help="only notebooks whose name contains this (repeatable)")
     p.add_argument("--timeout", type=int, default=600, help="seconds per notebook")
@@ -210,7 +212,15 @@ def main(argv: list[str] | None = None) -> int:
         args.extra = unknown            # e.g. --ServerApp.ip=127.0.0.1, passed on to jupyter lab
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except (OSError, ValueError, RuntimeError) as exc:
+        # A wrong lab name, a missing folder, no GPU: the message says what to do; a traceback
+        # would bury it. GPUDL_DEBUG=1 shows the traceback.
+        if os.environ.get("GPUDL_DEBUG"):
+            raise
+        print(f"gpudl {args.cmd}: error: {exc}\n(GPUDL_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -355,7 +355,8 @@ def nvidia_smi(query: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def _cuda_available() -> bool:
+def cuda_available() -> bool:
+    """Whether torch is installed and sees a CUDA device (whatever ``GPUDL_DEVICE`` says)."""
     try:
         import torch
     except ImportError:
@@ -367,13 +368,13 @@ def device() -> str:
     """"cuda" when labs should run on the GPU, else "cpu". ``GPUDL_DEVICE=cpu`` forces the CPU."""
     forced = os.environ.get("GPUDL_DEVICE", "").strip().lower()
     if forced in ("cpu", "cuda"):
-        if forced == "cuda" and not _cuda_available():
+        if forced == "cuda" and not cuda_available():
             raise RuntimeError("GPUDL_DEVICE=cuda but torch sees no CUDA device "
                                "(is this a CPU build of torch? run `gpudl doctor`)")
         return forced
     if forced:
         raise ValueError(f"GPUDL_DEVICE must be 'cpu' or 'cuda', got {forced!r}")
-    return "cuda" if _cuda_available() else "cpu"
+    return "cuda" if cuda_available() else "cpu"
 
 
 def configure() -> str:
@@ -398,7 +399,7 @@ def detect() -> GPUSpec | None:
     and nvidia-smi report (SMs, compute capability, clock, memory) and per-architecture
     rates, with ``estimated=True``.
     """
-    if not _cuda_available():
+    if not cuda_available():
         return None
     import torch
 

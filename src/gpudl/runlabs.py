@@ -94,6 +94,7 @@ def _first_error(nb: nbformat.NotebookNode) -> tuple[int | None, str, str]:
 
 def run_course_notebook(path: Path, env: dict[str, str], timeout: int, workdir: Path) -> tuple[NotebookRun, nbformat.NotebookNode]:
     """Execute one lecture notebook in a fresh kernel with ``env``; never raises."""
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
@@ -101,8 +102,12 @@ def run_course_notebook(path: Path, env: dict[str, str], timeout: int, workdir: 
     start = time.monotonic()
     old = dict(os.environ)
     os.environ.update(env)
+    # IPC (Unix sockets in workdir) rather than TCP: private to this machine, and ipykernel
+    # does not warn about unencrypted TCP on stderr for every notebook. A kernel manager we
+    # make is ours to shut down.
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(workdir / "kernel"))
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+        client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": str(workdir)}})
         client.execute()
         error = None
@@ -111,6 +116,8 @@ def run_course_notebook(path: Path, env: dict[str, str], timeout: int, workdir: 
     except Exception as exc:  # noqa: BLE001 - a report records failures, it does not stop on them
         error = f"{type(exc).__name__}: {exc}"
     finally:
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
         os.environ.clear()
         os.environ.update(old)
     seconds = time.monotonic() - start
@@ -226,15 +233,17 @@ def run_labs(device: str = "cuda", report: Path = Path("gpu-report"), only: list
     root = pipeline.repo_root(root)
     report = Path(report).resolve()
     report.mkdir(parents=True, exist_ok=True)
+    from . import hardware
+    if device == "cuda" and not hardware.cuda_available():
+        raise RuntimeError("--device cuda, but torch sees no CUDA device (a CPU build of torch? `gpudl doctor` "
+                           "tells); on a machine without a GPU, run with --device cpu")
     env = {"GPUDL_DEVICE": device, "MPLBACKEND": "Agg"}
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     os.environ.update(env)
-    from . import hardware
-    if device == "cuda" and hardware.device() != "cuda":
-        raise RuntimeError("--device cuda, but torch sees no CUDA device")
     info = device_info(device)
-    echo(f"run-labs on {info.get('gpu') or info.get('cpu')}")
+    echo(f"run-labs on {info['gpu']}" if "gpu" in info else
+         f"run-labs on the CPU ({info['cpu']}, {info['cores']} cores; Triton in its interpreter)")
     start = time.monotonic()
 
     def wanted(name: str) -> bool:
