@@ -1,7 +1,6 @@
 """gpudl.grading: comparisons that teach, seeded cases, the guard, and quietness."""
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 
@@ -170,3 +169,14 @@ def test_grading_active(monkeypatch):
     assert not grading.grading_active()
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     assert grading.grading_active()
+
+
+def test_check_choice_accepts_the_letters_in_any_order_and_hints_otherwise():
+    from gpudl.grading import answer_digest, check_choice
+
+    digest = answer_digest("labX", "q1:AC")
+    check_choice("labX", "c, a", "ABCD", digest, "think again", question="q1")
+    with pytest.raises(GradingError, match=r"'AB' is not it\. Hint: think again"):
+        check_choice("labX", "ab", "ABCD", digest, "think again", question="q1")
+    with pytest.raises(GradingError, match="only the letters A-D"):
+        check_choice("labX", "E", "ABCD", digest, "think again", question="q1")

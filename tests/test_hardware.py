@@ -129,3 +129,9 @@ def test_energy_table_from_the_seed():
     e = hardware.ENERGY_PJ
     assert e["fetch_two_int8_from_dram"] / e["int8_multiply"] == pytest.approx(640)
     assert math.isclose(e["fetch_two_int8_from_dram"] / e["fetch_two_int8_from_large_sram"], 64)
+
+
+def test_peak_from_units_and_bytes_per_element():
+    assert hardware.peak_from_units(80, 512, 1.53e9) == pytest.approx(125.3e12, rel=1e-3)   # the V100's tensor cores
+    assert hardware.bytes_per_element("half") == 2 and hardware.bytes_per_element(torch.bfloat16) == 2
+    assert hardware.bytes_per_element("int4") == 0.5

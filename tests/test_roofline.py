@@ -92,3 +92,12 @@ def test_roofline_plot_draws_the_roof_and_the_ops():
     for op in ops:
         want = (op.intensity, min(peak_flops("A100", "fp16"), op.intensity * peak_bandwidth("A100")))
         assert any(np.isclose(m[0], want[0]) and np.isclose(m[1], want[1]) for m in markers), op.name
+
+
+def test_roof_from_the_peaks_is_elementwise_and_agrees_with_the_spec_functions():
+    peak, bw = peak_flops("A100", "fp16"), peak_bandwidth("A100")
+    got = r.roof(np.array([1.0, 1e4]), peak, bw)
+    assert got[0] == pytest.approx(1.0 * bw) and got[1] == pytest.approx(peak)     # slope, then flat
+    assert r.attainable_flops(1.0, "A100", "fp16") == pytest.approx(bw)
+    assert r.bound_from_peaks(10.0, 10.0, peak, bw) == "memory" == r.bound(10.0, 10.0, "A100", "fp16")
+    assert r.bound_from_peaks(1e6, 1.0, peak, bw) == "compute"

@@ -60,6 +60,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from .hardware import bytes_per_element
 from .references import reference
 
 try:        # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
@@ -686,12 +687,6 @@ MODEL_SIZES = (
 )
 
 
-def _itemsize(dtype: Any) -> int:
-    from .hardware import BYTES_PER_ELEMENT, normalize_dtype
-
-    return int(BYTES_PER_ELEMENT[normalize_dtype(dtype)])
-
-
 def attention_workspace_bytes(lq: int, lk: int, dv: int, *, batch: int = 1, dtype: Any = "fp32",
                               method: str = "naive", block: int | Sequence[int] = 64) -> int:
     """Working memory beyond the inputs and the output.
@@ -700,7 +695,7 @@ def attention_workspace_bytes(lq: int, lk: int, dv: int, *, batch: int = 1, dtyp
     "flash": per batch entry, one (block_m, block_n) score tile, a (block_m, dv) accumulator
     and two statistics per row: independent of Lk, and O(Lq d) summed over query blocks.
     """
-    size = _itemsize(dtype)
+    size = int(bytes_per_element(dtype))
     if method == "naive":
         return batch * lq * lk * size
     if method == "flash":
@@ -720,7 +715,7 @@ def attention_dram_bytes(lq: int, lk: int, d: int, dv: int | None = None, *, bat
     written once. (On a GPU the L2 cache serves many of the K, V re-reads.)
     """
     dv = d if dv is None else dv
-    size = _itemsize(dtype)
+    size = int(bytes_per_element(dtype))
     if method == "naive":
         elements = lq * d + lk * d + 4 * lq * lk + lk * dv + lq * dv
     elif method == "flash":

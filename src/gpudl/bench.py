@@ -163,6 +163,10 @@ def _l2_flush_buffer(device_index: int):
     return torch.empty(nbytes // 4, dtype=torch.int32, device=f"cuda:{device_index}")
 
 
+def _nothing() -> None:
+    pass
+
+
 @reference
 def time_cuda(fn: Callable[[], Any], *, warmup: int = 3, min_runs: int = 10, max_runs: int = 10_000,
               budget_s: float = 1.0, rel_ci: float = 0.01, flush_l2: bool = True, batch: int = 10,
@@ -195,19 +199,18 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int = 3, min_runs: int = 10, max
             raise RuntimeError("time_cuda needs a CUDA device; use time_cpu (or measure) on the CPU")
         api = torch.cuda
         device_index = torch.cuda.current_device()
-        flush = _l2_flush_buffer(device_index).zero_ if flush_l2 else None
+        flush = _l2_flush_buffer(device_index).zero_ if flush_l2 else _nothing
         device_name, method = f"cuda:{device_index}", "cuda events" + (" + L2 flush" if flush_l2 else "")
     else:
-        flush = getattr(api, "flush_l2", None) if flush_l2 else None
+        flush = (getattr(api, "flush_l2", None) if flush_l2 else None) or _nothing
         device_name = getattr(api, "name", type(api).__name__)
-        method = "events" + (" + L2 flush" if flush is not None else "")
+        method = "events" + (" + L2 flush" if flush is not _nothing else "")
     if min_runs < 1 or max_runs < min_runs:
         raise ValueError(f"need 1 <= min_runs <= max_runs, got {min_runs}, {max_runs}")
 
     def queue(events: list[tuple[Any, Any]]) -> None:
         for begin, end in events:
-            if flush is not None:
-                flush()
+            flush()
             begin.record()
             fn()
             end.record()
@@ -223,8 +226,7 @@ def time_cuda(fn: Callable[[], Any], *, warmup: int = 3, min_runs: int = 10, max
         begin, end = api.Event(enable_timing=True), api.Event(enable_timing=True)
         begin.record()
         for _ in range(5):
-            if flush is not None:
-                flush()
+            flush()
             fn()
         end.record()
         api.synchronize()

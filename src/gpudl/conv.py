@@ -54,7 +54,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from . import bench, layout
-from .hardware import BYTES_PER_ELEMENT, normalize_dtype
+from .hardware import bytes_per_element, normalize_dtype
 from .references import reference
 from .roofline import conv2d_flops
 
@@ -125,10 +125,6 @@ def _pair(name: str, value: Any, minimum: int) -> tuple[int, int]:
 
 # --- descriptors ----------------------------------------------------------------------------
 
-def _itemsize(dtype: str) -> int:
-    return int(BYTES_PER_ELEMENT[dtype])
-
-
 @dataclass(frozen=True)
 class TensorDescriptor:
     """cuDNN's n-D tensor descriptor: a dtype, ``dims`` in logical order (N, C, then the
@@ -178,7 +174,7 @@ class TensorDescriptor:
     @property
     def nbytes(self) -> int:
         """Bytes of memory the descriptor spans (gaps included)."""
-        return self.layout.cosize * _itemsize(self.dtype)
+        return self.layout.cosize * int(bytes_per_element(self.dtype))
 
 
 _FILTER_FORMATS = ("NCHW", "NHWC")
@@ -437,7 +433,6 @@ def _lower_into(cols: torch.Tensor, x: torch.Tensor, g: _Geometry, cd: Convoluti
     """
     (ph, pw), (u, v), (dh, dw) = cd.pad, cd.stride, cd.dilation
     sn, sc, sh, sw = x.stride()
-    x7 = x.unflatten(1, (g.groups, g.cg))                                      # (N, G, C', H, W) view
     # the band: tap row 0 lands at or after the first input row, tap row R-1 at or before the last
     p0, p1 = max(0, -(-ph // u)), min(g.p, (g.h - 1 + ph - (g.r - 1) * dh) // u + 1)
     if p1 <= p0:
@@ -718,7 +713,7 @@ def workspace_size(algo: Any, x_desc: TensorDescriptor, w_desc: FilterDescriptor
     if status is not Status.SUCCESS:
         raise NotSupportedError(reason)
     c, cg, r, s = x_desc.dims[1], w_desc.c, w_desc.r, w_desc.s
-    data = _itemsize(x_desc.dtype)
+    data = int(bytes_per_element(x_desc.dtype))
     compute = 8 if x_desc.dtype == "fp64" else 4
     if a in (Algo.DIRECT, Algo.IMPLICIT_GEMM):
         return 0

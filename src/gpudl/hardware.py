@@ -13,7 +13,9 @@ Public names
 ``SPECS``           the GPUs this course knows, by short name ("V100", "A100", "H100-SXM", ...)
 ``get_spec``        a spec from a name or a spec
 ``normalize_dtype`` "float16", torch.float16, np.float16, "half" ... -> "fp16"
+``bytes_per_element`` bytes of one element of a dtype in any spelling (int4: 0.5)
 ``peak_flops``      FLOP/s (or OP/s for integers) for a spec, dtype, tensor cores or not, sparse or not
+``peak_from_units`` the formula above, from SMs, FMA per clock per SM and the clock in Hz
 ``peak_bandwidth``  DRAM bandwidth in bytes/s
 ``ridge_point``     the arithmetic intensity (FLOP/byte) where a roofline turns flat
 ``detect``          the spec of the GPU torch sees (estimated for GPUs not in ``SPECS``), or None
@@ -21,6 +23,7 @@ Public names
 ``configure``       run once at import: Triton's interpreter when there is no GPU
 ``pick``            choose problem sizes for the current device
 ``nvidia_smi``      one field nvidia-smi reports for GPU 0 (driver, clocks), or None
+``cuda_available``  whether torch sees a CUDA device, whatever ``GPUDL_DEVICE`` says
 ``ENERGY_PJ``       the energy of an operation vs moving its operands (Timeloop tutorial)
 """
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -39,6 +42,11 @@ DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 BYTES_PER_ELEMENT = MappingProxyType(
     {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
 )
+
+def bytes_per_element(dtype: Any) -> float:
+    """Bytes per element of ``dtype`` in any spelling ("half", torch.float16, ... -> 2; int4 -> 0.5)."""
+    return BYTES_PER_ELEMENT[normalize_dtype(dtype)]
+
 
 _ALIASES = {
     "float64": "fp64", "double": "fp64", "f64": "fp64",
@@ -306,7 +314,14 @@ def peak_flops(spec_or_name: GPUSpec | str, dtype: Any = "fp32", *,
     else:
         where = "tensor cores or CUDA cores" if tensor_cores else "CUDA cores"
         raise ValueError(f"the {spec.name} has no {where} rate for {dt}")
-    return spec.sms * fma * 2 * spec.clock_hz(tensor=use_tensor, dtype=dt) * (2 if sparse else 1)
+    return peak_from_units(spec.sms, fma, spec.clock_hz(tensor=use_tensor, dtype=dt)) * (2 if sparse else 1)
+
+
+@reference
+def peak_from_units(sms: int, fma_per_clock_per_sm: float, clock_hz: float) -> float:
+    """SMs x FMA per clock per SM x 2 FLOP per FMA x clock: a V100's tensor cores,
+    80 x 512 x 2 x 1.53 GHz = 125.3 TFLOP/s."""
+    return sms * fma_per_clock_per_sm * 2 * clock_hz
 
 
 @reference

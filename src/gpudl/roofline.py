@@ -14,7 +14,7 @@ compute-bound. Counting conventions follow the lectures (seed 000):
 Public names: ``tensor_bytes``, ``linear_flops``, ``linear_bytes``, ``conv2d_flops``,
 ``conv2d_bytes``, ``pool2d_flops``, ``pool2d_bytes``, ``elementwise_flops``,
 ``elementwise_bytes``, ``layer_norm_flops``, ``layer_norm_bytes``, ``Op``,
-``arithmetic_intensity``, ``attainable_flops``, ``bound``, ``time_bounds``,
+``arithmetic_intensity``, ``roof``, ``attainable_flops``, ``bound_from_peaks``, ``bound``, ``time_bounds``,
 ``utilization``, ``limiter``, ``roofline_plot``.
 """
 from __future__ import annotations
@@ -24,11 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from .references import reference
-from .hardware import BYTES_PER_ELEMENT, GPUSpec, normalize_dtype, peak_bandwidth, peak_flops
-
-
-def _dtype_bytes(dtype: Any) -> float:
-    return BYTES_PER_ELEMENT[normalize_dtype(dtype)]
+from .hardware import GPUSpec, bytes_per_element, normalize_dtype, peak_bandwidth, peak_flops
 
 
 def _positive_ints(name: str, values: Sequence[int], length: int | None = None) -> tuple[int, ...]:
@@ -43,7 +39,7 @@ def _positive_ints(name: str, values: Sequence[int], length: int | None = None) 
 @reference
 def tensor_bytes(shape: Sequence[int], dtype: Any = "fp32") -> int:
     """Bytes of a dense tensor: ``tensor_bytes((1, 3, 416, 480), "fp32") == 2_396_160``."""
-    return int(math.prod(_positive_ints("shape", shape)) * _dtype_bytes(dtype))
+    return int(math.prod(_positive_ints("shape", shape)) * bytes_per_element(dtype))
 
 
 # --- linear (fully connected) ------------------------------------------------------------
@@ -61,7 +57,7 @@ def linear_bytes(batch: int, in_features: int, out_features: int, dtype: Any = "
     """Bytes moved: input (batch x in), weights (in x out, + out for the bias), output (batch x out)."""
     b, i, o = _positive_ints("(batch, in_features, out_features)", (batch, in_features, out_features))
     elements = b * i + i * o + (o if bias else 0) + b * o
-    return int(elements * _dtype_bytes(dtype))
+    return int(elements * bytes_per_element(dtype))
 
 
 # --- convolution ---------------------------------------------------------------------------
@@ -106,7 +102,7 @@ def conv2d_bytes(in_shape: Sequence[int], out_shape: Sequence[int], kernel_size:
     elements = math.prod(in_shape) + math.prod(out_shape)
     if include_weights:
         elements += k * (c // groups) * r * s + (k if bias else 0)
-    return int(elements * _dtype_bytes(dtype))
+    return int(elements * bytes_per_element(dtype))
 
 
 # --- pooling, elementwise, normalisation --------------------------------------------------
@@ -123,7 +119,7 @@ def pool2d_flops(out_elements: int, window: int | Sequence[int]) -> int:
 def pool2d_bytes(in_elements: int, out_elements: int, dtype: Any = "fp16") -> int:
     """Each input read once, each output written once."""
     _positive_ints("(in_elements, out_elements)", (in_elements, out_elements))
-    return int((in_elements + out_elements) * _dtype_bytes(dtype))
+    return int((in_elements + out_elements) * bytes_per_element(dtype))
 
 
 @reference
@@ -137,7 +133,7 @@ def elementwise_flops(elements: int, ops_per_element: int = 1) -> int:
 def elementwise_bytes(elements: int, dtype: Any = "fp16", *, inputs: int = 1, outputs: int = 1) -> int:
     """Each of ``inputs`` tensors read once and each of ``outputs`` written once."""
     _positive_ints("(elements, inputs, outputs)", (elements, inputs, outputs))
-    return int(elements * (inputs + outputs) * _dtype_bytes(dtype))
+    return int(elements * (inputs + outputs) * bytes_per_element(dtype))
 
 
 # Per element: mean (add), centre (sub), variance (mul, add), normalise (mul), affine (mul, add).
@@ -155,7 +151,7 @@ def layer_norm_flops(rows: int, cols: int) -> int:
 def layer_norm_bytes(rows: int, cols: int, dtype: Any = "fp16") -> int:
     """Read x, write y, read the scale and shift (cols each)."""
     _positive_ints("(rows, cols)", (rows, cols))
-    return int((2 * rows * cols + 2 * cols) * _dtype_bytes(dtype))
+    return int((2 * rows * cols + 2 * cols) * bytes_per_element(dtype))
 
 
 # --- the model -----------------------------------------------------------------------------
@@ -188,22 +184,36 @@ def arithmetic_intensity(flops: float, nbytes: float) -> float:
 
 
 @reference
+def roof(intensity: Any, peak: float, bandwidth: float) -> Any:
+    """The roofline from the two peaks: ``min(peak FLOP/s, intensity x bandwidth)``,
+    elementwise for an array of intensities."""
+    import numpy as np
+
+    return np.minimum(peak, np.asarray(intensity, dtype=float) * bandwidth)
+
+
+@reference
 def attainable_flops(intensity: float, spec: GPUSpec | str, dtype: Any = "fp16", *,
                      tensor_cores: bool = True) -> float:
-    """The roofline: ``min(peak FLOP/s, intensity x bandwidth)``."""
-    return min(peak_flops(spec, dtype, tensor_cores=tensor_cores), intensity * peak_bandwidth(spec))
+    """The roofline of ``spec``: ``min(peak FLOP/s, intensity x bandwidth)``."""
+    return float(roof(intensity, peak_flops(spec, dtype, tensor_cores=tensor_cores), peak_bandwidth(spec)))
+
+
+@reference
+def bound_from_peaks(flops: float, nbytes: float, peak: float, bandwidth: float) -> str:
+    """"memory" if the intensity is below the ridge point ``peak / bandwidth``, else "compute"."""
+    return "memory" if arithmetic_intensity(flops, nbytes) < peak / bandwidth else "compute"
 
 
 @reference
 def bound(flops: float, nbytes: float, spec: GPUSpec | str, dtype: Any = "fp16", *,
           tensor_cores: bool = True) -> str:
-    """"memory" if the intensity is below the ridge point ``peak / bandwidth``, else "compute".
+    """``bound_from_peaks`` with the peaks of ``spec``.
 
     For a V100 in FP16 (ridge ~139 FLOP/B) a 1024 -> 4096 linear layer is compute-bound at
     batch 512 (~315 FLOP/B) and memory-bound at batch 1 (~1 FLOP/B).
     """
-    ridge = peak_flops(spec, dtype, tensor_cores=tensor_cores) / peak_bandwidth(spec)
-    return "memory" if arithmetic_intensity(flops, nbytes) < ridge else "compute"
+    return bound_from_peaks(flops, nbytes, peak_flops(spec, dtype, tensor_cores=tensor_cores), peak_bandwidth(spec))
 
 
 @reference
@@ -262,13 +272,13 @@ def roofline_plot(spec: GPUSpec | str, dtype: Any = "fp16", ops: Iterable[Op] = 
     ridge = peak / bw
     lo, hi = intensity_range
     x = np.geomspace(min(lo, ridge / 10), max(hi, ridge * 10), 256)
-    ax.loglog(x, np.minimum(peak, x * bw), color=color, lw=2,
+    ax.loglog(x, roof(x, peak, bw), color=color, lw=2,
               label=f"{spec.name} {normalize_dtype(dtype)}: {peak / 1e12:.0f} TFLOP/s, {bw / 1e9:.0f} GB/s")
     ax.axvline(ridge, color="gray", ls=":", lw=1)
     ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points", xytext=(5, -15),
                 fontsize=8, color="gray")
     for op in ops:
-        y = min(peak, op.intensity * bw)
+        y = float(roof(op.intensity, peak, bw))
         ax.plot([op.intensity], [y], "o")
         ax.annotate(op.name, (op.intensity, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")

@@ -132,7 +132,7 @@ def run_lab(lab: str, root: Path, env: dict[str, str], workdir: Path, cell_timeo
     start = time.monotonic()
     try:
         course = workdir / lab
-        released = pipeline.generate(lab, root, course / "course", cell_timeout=cell_timeout)
+        pipeline.generate(lab, root, course / "course", cell_timeout=cell_timeout)
         base = course / "base.db"
         base.write_bytes((course / "course" / "gradebook.db").read_bytes())
         solution = root / "solutions" / lab / f"{lab}.ipynb"

@@ -273,6 +273,15 @@ def choice_letters(answer: Any, allowed: str = "ABCD") -> str:
     return letters
 
 
+def check_choice(lab: str, answer: Any, allowed: str, digest: str, hint: str, question: str = "") -> None:
+    """A multiple-choice answer against its stored digest; a wrong one is told ``hint``.
+    ``question`` tells a lab's questions apart in the hash (``"question:LETTERS"``)."""
+    __tracebackhide__ = True
+    letters = choice_letters(answer, allowed)
+    if answer_digest(lab, f"{question}:{letters}" if question else letters) != digest:
+        raise GradingError(f"{letters!r} is not it. Hint: {hint}")
+
+
 # --- gradients -----------------------------------------------------------------------------
 
 def numerical_gradient(loss: Callable[[], float], arrays: Sequence[np.ndarray], eps: float = 1e-6) -> list[np.ndarray]:

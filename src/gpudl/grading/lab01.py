@@ -12,8 +12,7 @@ from typing import Callable
 import numpy as np
 
 from .. import hardware, roofline
-from . import (Case, GradingError, answer_digest, assert_close, assert_equal, call_student, check_cases,
-               choice_letters, rng)
+from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, check_choice, rng)
 
 LAB = "lab01"
 
@@ -21,7 +20,7 @@ LAB = "lab01"
 # --- 1. peak FLOP/s from units and clock -------------------------------------------------
 
 def _peak_from_units_ref(sms, fma_per_clock_per_sm, clock_mhz):
-    return sms * fma_per_clock_per_sm * 2 * clock_mhz * 1e6
+    return hardware.peak_from_units(sms, fma_per_clock_per_sm, clock_mhz * 1e6)     # the exercise takes MHz
 
 
 def peak_flops_from_units(fn: Callable, hidden: bool = False) -> None:
@@ -34,7 +33,8 @@ def peak_flops_from_units(fn: Callable, hidden: bool = False) -> None:
         g = rng(f"{LAB}.peak_flops_from_units")
         cases = [Case((int(g.integers(8, 200)), int(2 ** g.integers(4, 13)), float(g.integers(700, 2100))))
                  for _ in range(6)] + [Case((1, 1, 1000.0), label="1 SM, 1 FMA per clock, 1 GHz")]
-    check_cases(fn, _peak_from_units_ref, cases, forbid=[hardware.peak_flops], label="peak FLOP/s",
+    check_cases(fn, _peak_from_units_ref, cases, forbid=[hardware.peak_flops, hardware.peak_from_units],
+                label="peak FLOP/s",
                 rtol=1e-9, atol=0.0,
                 hints={1e-6: "a factor of 1e-6: the clock is in MHz; 1 MHz = 1e6 Hz"})
 
@@ -95,10 +95,8 @@ _FPS_ANSWER = "9351aa54f658bb3837c318d12cc2cae1"
 def fps_question(answer: str) -> None:
     """The seed's question: a system delivers 30 FPS; which latencies are possible?"""
     __tracebackhide__ = True
-    letters = choice_letters(answer, "ABCD")
-    if answer_digest(LAB, letters) != _FPS_ANSWER:
-        raise GradingError(f"{letters!r} is not it. Hint: latency = batch / throughput; "
-                           "which batch sizes give each latency at 30 FPS?")
+    check_choice(LAB, answer, "ABCD", _FPS_ANSWER,
+                 "latency = batch / throughput; which batch sizes give each latency at 30 FPS?")
 
 
 # --- 4. FLOPs and bytes of layers ----------------------------------------------------------
@@ -144,10 +142,6 @@ def linear_intensity(fn: Callable, hidden: bool = False) -> None:
 
 # --- 5. memory- or compute-bound ------------------------------------------------------------
 
-def _bound_ref(flops, nbytes, peak_flops, peak_bandwidth):
-    return "memory" if flops / nbytes < peak_flops / peak_bandwidth else "compute"
-
-
 def bound(fn: Callable, hidden: bool = False) -> None:
     """``fn(flops, nbytes, peak_flops, peak_bandwidth)`` -> "memory" or "compute"."""
     __tracebackhide__ = True
@@ -172,7 +166,8 @@ def bound(fn: Callable, hidden: bool = False) -> None:
         ridge = v100[0] / v100[1]
         cases.append(Case((ridge * 2.0e6 * 1.01, 2.0e6, *v100), label="just above the V100's ridge point"))
         cases.append(Case((ridge * 2.0e6 * 0.99, 2.0e6, *v100), label="just below the V100's ridge point"))
-    check_cases(fn, _bound_ref, cases, forbid=[roofline.bound], label="memory- or compute-bound", compare=assert_equal,
+    check_cases(fn, roofline.bound_from_peaks, cases, forbid=[roofline.bound, roofline.bound_from_peaks],
+                label="memory- or compute-bound", compare=assert_equal,
                 name="label", hint="below the ridge point (peak FLOP/s / bandwidth) an op is memory-bound")
 
 
@@ -186,7 +181,8 @@ def utilization(fn: Callable, hidden: bool = False) -> None:
     else:
         g = rng(f"{LAB}.utilization")
         cases = [Case((float(g.uniform(0, 1)) * p, p)) for p in g.uniform(1e9, 2e15, size=6)] + [Case((0.0, 1e12))]
-    check_cases(fn, lambda a, p: a / p, cases, forbid=[roofline.utilization], label="utilization", rtol=1e-12, atol=1e-15)
+    check_cases(fn, roofline.utilization, cases, forbid=[roofline.utilization], label="utilization", rtol=1e-12,
+                atol=1e-15)
 
 
 def limiter(fn: Callable, hidden: bool = False) -> None:
@@ -204,10 +200,6 @@ def limiter(fn: Callable, hidden: bool = False) -> None:
 
 # --- 7. the roofline -----------------------------------------------------------------------
 
-def _attainable_ref(intensity, peak_flops, peak_bandwidth):
-    return np.minimum(peak_flops, np.asarray(intensity, dtype=float) * peak_bandwidth)
-
-
 def attainable(fn: Callable, hidden: bool = False) -> None:
     """``fn(intensity, peak_flops, peak_bandwidth)`` -> attainable FLOP/s (scalars or arrays)."""
     __tracebackhide__ = True
@@ -220,7 +212,7 @@ def attainable(fn: Callable, hidden: bool = False) -> None:
         cases = [Case((np.exp(g.uniform(-3, 8, size=int(g.integers(1, 20)))), float(g.uniform(1e12, 2e15)),
                        float(g.uniform(1e11, 5e12)))) for _ in range(5)]
         cases.append(Case((np.array([a100[0] / a100[1]]), *a100), label="exactly the ridge point"))
-    check_cases(fn, _attainable_ref, cases, forbid=[roofline.attainable_flops, roofline.roofline_plot],
+    check_cases(fn, roofline.roof, cases, forbid=[roofline.roof, roofline.attainable_flops, roofline.roofline_plot],
                 label="the roofline", rtol=1e-9, atol=0.0)
 
 
@@ -241,7 +233,7 @@ def plot_roofline(fn: Callable, hidden: bool = False) -> None:
     for peak, bw, ops in setups:
         fig, ax = plt.subplots()
         try:
-            call_student(fn, ax, peak, bw, dict(ops), forbid=[roofline.roofline_plot, roofline.attainable_flops],
+            call_student(fn, ax, peak, bw, dict(ops), forbid=[roofline.roofline_plot, roofline.attainable_flops, roofline.roof],
                          label="the roofline plot", what="plot_roofline")
             _inspect_roofline(ax, peak, bw, ops)
         finally:
@@ -264,7 +256,7 @@ def _inspect_roofline(ax, peak: float, bw: float, ops: dict[str, float]) -> None
         raise GradingError(f"the roof spans intensities {x.min():.3g}..{x.max():.3g} FLOP/B; "
                            f"include the ridge point {ridge:.3g} with room on both sides")
     try:
-        assert_close(y, _attainable_ref(x, peak, bw), rtol=1e-6, atol=0.0, name="roof (the first line's y values)")
+        assert_close(y, roofline.roof(x, peak, bw), rtol=1e-6, atol=0.0, name="roof (the first line's y values)")
     except GradingError as exc:
         raise GradingError(f"{exc}\nthe roof is min(peak, intensity x bandwidth) at each x") from None
     points = []

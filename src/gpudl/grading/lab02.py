@@ -23,8 +23,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import bench, hardware
-from . import (Case, GradingError, answer_digest, assert_close, assert_equal, call_student, check_cases,
-               choice_letters, guard, quiet, ratio_hint, rng)
+from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, check_choice, guard, quiet,
+               ratio_hint, rng)
 
 LAB = "lab02"
 
@@ -651,20 +651,15 @@ def regime(fn: Callable, hidden: bool = False) -> None:
 _ANSWERS = {"seed": "cc59aecdf8d1a49ca6dd5831dcb45344", "first_call": "fa26acd79712cb4e2c367cc6ab11b978"}
 
 
-
-
-
-
 def seed_question(answer: str) -> None:
     """Why does the lecture's code report ~13,500 TFLOP/s for a 6000^3 FP32 matmul on an H200?"""
     __tracebackhide__ = True
-    if answer_digest("lab02", "seed:" + choice_letters(answer, "ABCD")) != _ANSWERS["seed"]:
-        raise GradingError("not quite. Hint: when does torch.matmul on a GPU return, and what did time.time() "
-                           "measure between its two readings?")
+    check_choice("lab02", answer, "ABCD", _ANSWERS["seed"], "when does torch.matmul on a GPU return, and what did "
+                 "time.time() measure between its two readings?", question="seed")
 
 
 def first_call_question(answer: str) -> None:
     """Which of these make a GPU matmul's first call slower than the next ones?"""
     __tracebackhide__ = True
-    if answer_digest("lab02", "first_call:" + choice_letters(answer, "ABCDE")) != _ANSWERS["first_call"]:
-        raise GradingError("not quite: pick every letter that is a one-off or start-up cost. Hint: more than one is.")
+    check_choice("lab02", answer, "ABCDE", _ANSWERS["first_call"],
+                 "pick every letter that is a one-off or start-up cost; more than one is.", question="first_call")

@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .. import lstm
-from . import (Case, GradingError, answer_digest, assert_close, call_student, check_cases, choice_letters,
-               numerical_gradient, rng, tolerance)
+from . import (Case, GradingError, assert_close, call_student, check_cases, check_choice, numerical_gradient, rng,
+               tolerance)
 
 LAB = "lab06"
 SEED_TOL = 1e-4
@@ -638,23 +638,16 @@ _ANSWERS = {"cell_gradient": "6f0ccbb04322fd37ddccad7ad2b3eb79",
             "batched_gemms": "0b13a603ba72b82a5db9f84e7972276c"}
 
 
-
-
-
-
 def cell_gradient_question(answer: Any) -> None:
     """Why does the cell state carry gradients over many steps?"""
     __tracebackhide__ = True
-    letters = choice_letters(answer, "ABCD")
-    if answer_digest("lab06", "cell_gradient:" + letters) != _ANSWERS["cell_gradient"]:
-        raise GradingError(f"{letters!r} is not it. Hint: write dc_{{t-1}} in terms of dc_t, as in your "
-                           "lstm_cell_backward; what multiplies it at each step?")
+    check_choice("lab06", answer, "ABCD", _ANSWERS["cell_gradient"], "write dc_{t-1} in terms of dc_t, as in your "
+                 "lstm_cell_backward; what multiplies it at each step?", question="cell_gradient")
 
 
 def batched_gemms_question(answer: Any) -> None:
     """Which backward products can be one GEMM over the whole sequence?"""
     __tracebackhide__ = True
-    letters = choice_letters(answer, "ABCD")
-    if answer_digest("lab06", "batched_gemms:" + letters) != _ANSWERS["batched_gemms"]:
-        raise GradingError(f"{letters!r} is not it. Hint: a product can wait until after the time loop when "
-                           "nothing inside the loop needs its result; pick every such product.")
+    check_choice("lab06", answer, "ABCD", _ANSWERS["batched_gemms"], "a product can wait until after the time "
+                 "loop when nothing inside the loop needs its result; pick every such product.",
+                 question="batched_gemms")
