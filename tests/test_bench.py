@@ -206,6 +206,15 @@ def test_first_calls_cost_host_time():
     assert [round(launch.seconds, 6) for launch in gpu.launches[-3:]] == [0.001, 0.005, 0.001]
 
 
+def test_simulated_gpu_is_busy_until_its_queue_drains():
+    gpu = bench.SimulatedGPU()
+    assert gpu.idle()
+    gpu.launch(0.05)
+    assert not gpu.idle()                  # a timer returning now has not waited for the work
+    gpu.synchronize()
+    assert gpu.idle()
+
+
 def test_unsynchronised_host_clock_sees_only_the_launch():
     """The lecture's mistake, reproduced on the simulator: time.perf_counter around a launch."""
     gpu = bench.SimulatedGPU()

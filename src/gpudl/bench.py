@@ -729,6 +729,11 @@ class SimulatedGPU:
         """A callable launching ``seconds`` of work (see ``SimulatedKernel``)."""
         return SimulatedKernel(self, seconds, first_call_s, name, slow_every, slow_factor)
 
+    def idle(self) -> bool:
+        """True once the device has finished everything queued (``torch.cuda``: the stream's
+        ``query()``); never blocks."""
+        return time.perf_counter() >= self._free_at
+
     def synchronize(self) -> None:
         """Block the host until the device has finished everything queued."""
         _sleep_until(self._free_at)

@@ -100,6 +100,18 @@ class _SleepWork:
         return ", ".join(parts)
 
 
+_NO_SYNC = ("Your timer stopped before the device finished: it measured the *launch*, not the work. GPU calls are "
+            "asynchronous: fn() returns as soon as the work is queued. Synchronise: record events around each run "
+            "and call gpu.synchronize() (or end.synchronize()) before reading elapsed_time; with a host clock, call "
+            "gpu.synchronize() before reading the clock. The missing synchronisation is why the lecture's code "
+            "reports thousands of 'TFLOP/s'.")
+
+
+def _device_idle(api: Any) -> bool:
+    """Whether ``api`` (a SimulatedGPU or torch.cuda) has finished all queued work, without waiting."""
+    return api.idle() if isinstance(api, bench.SimulatedGPU) else api.current_stream().query()
+
+
 def _timer_problem(got: float, ref: float, probe: dict[str, Any], *, gpu: bool) -> str | None:
     """Why a timer's figure is wrong, or None when it is right.
 
@@ -116,11 +128,7 @@ def _timer_problem(got: float, ref: float, probe: dict[str, Any], *, gpu: bool) 
     head = (f"on {probe['label']}, your timer reports {_fmt(got)} but the work takes {_fmt(base)} "
             f"(gpudl.bench measures {_fmt(ref)} on the same work)")
     if gpu and ratio < 0.3:
-        return (head + ".\nYour timer stopped before the device finished: it measured the *launch*, not the work. "
-                "GPU calls are asynchronous: fn() returns as soon as the work is queued. Synchronise: record "
-                "events around each run and call gpu.synchronize() (or end.synchronize()) before reading "
-                "elapsed_time; with a host clock, call gpu.synchronize() before reading the clock. The missing "
-                "synchronisation is why the lecture's code reports thousands of 'TFLOP/s'.")
+        return head + ".\n" + _NO_SYNC
     if 500 < ratio < 2000:
         extra = " CUDA events' elapsed_time is in milliseconds." if gpu else ""
         return head + f": about 1000x, milliseconds instead of seconds?{extra} Return seconds."
@@ -171,6 +179,13 @@ def _run_timer(fn: Callable, work: Callable, *extra: Any, warmup: int, repeats: 
             raise GradingError(f"{what} raised RuntimeError: {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - student code
             raise GradingError(f"{what} raised {type(exc).__name__}: {exc}") from exc
+    # An honest timer waits for the work it timed, so the device is idle when it returns. This
+    # catches a missing synchronisation whatever the figure: on a fast GPU the launch of a
+    # small matmul (with the guard's profiling hook) can take half as long as the matmul.
+    if gpu and extra and not _device_idle(extra[0]):
+        shown = _fmt(value) if isinstance(value, float) else repr(value)
+        raise GradingError(f"{what} returned {shown} while the device was still running the work it timed.\n"
+                           f"{_NO_SYNC}")
     return _as_seconds(value, what)
 
 
