@@ -393,9 +393,9 @@ def test_matmul_benchmark_on_the_cpu():
 
 
 def test_the_cli_finds_the_benchmark():
-    from gpudl import cli
+    from gpudl import benchmarks
 
-    assert cli._benchmarks()["matmul"] is bench.matmul_benchmark
+    assert "matmul" in benchmarks.names()
 
 
 # --- the grader's timer checks ----------------------------------------------------------------

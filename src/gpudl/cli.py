@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.metadata
 import os
 import platform
@@ -21,10 +20,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-# Modules that may offer benchmarks: each defines BENCHMARKS = {name: fn}, where
-# fn(argv: list[str]) -> gpudl.bench.Table parses its own options (at least --quick).
-BENCHMARK_MODULES = ("bench", "gemm", "conv", "lstm", "attention")
 
 
 def _version(dist: str) -> str | None:
@@ -139,27 +134,13 @@ def run_labs(args: argparse.Namespace) -> int:
                   benchmarks=not args.no_bench, root=Path(args.root) if args.root else None)
 
 
-def _benchmarks() -> dict:
-    found = {}
-    for name in BENCHMARK_MODULES:
-        try:
-            module = importlib.import_module(f"gpudl.{name}")
-        except ImportError:
-            continue
-        found.update(getattr(module, "BENCHMARKS", {}))
-    return found
-
-
 def bench(args: argparse.Namespace) -> int:
-    table = _benchmarks()
+    from . import benchmarks
     if args.list or not args.name:
-        for name, fn in sorted(table.items()):
-            print(f"{name:<16} {(fn.__doc__ or '').strip().splitlines()[0] if fn.__doc__ else ''}")
+        for name in benchmarks.names():
+            print(f"{name:<16} {benchmarks.summary(name)}")
         return 0
-    if args.name not in table:
-        print(f"unknown benchmark {args.name!r}; known: {', '.join(sorted(table))}", file=sys.stderr)
-        return 2
-    result = table[args.name](list(args.rest))
+    result = benchmarks.run(args.name, list(args.rest))
     print(result.to_text())
     return 0
 

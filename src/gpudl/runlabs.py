@@ -173,9 +173,9 @@ def run_benchmark(name: str, argv: list[str], env: dict[str, str], report: Path,
 
 
 def _bench_child(name: str, out: str, argv: list[str]) -> int:
-    from .cli import _benchmarks
+    from . import benchmarks
 
-    table = _benchmarks()[name](argv)
+    table = benchmarks.run(name, argv)
     data = table.to_json()
     report = Path(out).parent
     data["figures"] = []
@@ -270,8 +270,8 @@ def run_labs(device: str = "cuda", report: Path = Path("gpu-report"), only: list
                  + ("" if run.ok else f": {run.error.splitlines()[0] if run.error else run.notes}"))
     benches: list[dict[str, Any]] = []
     if benchmarks:
-        from .cli import _benchmarks
-        for name in sorted(_benchmarks()):
+        from . import benchmarks as registry
+        for name in registry.names():
             if only and not wanted(name):
                 continue
             entry = run_benchmark(name, [] if device == "cuda" else ["--quick"], env, report, timeout)

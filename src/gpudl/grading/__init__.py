@@ -30,13 +30,12 @@ compares the student's function with the package's reference on cases, through
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import importlib
-import io
 import math
 import os
 import sys
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -47,6 +46,8 @@ from ..references import GradingError, ReferenceUsedError, labels as _guard_labe
 from ..references import forbidden_now as _forbidden_now
 
 SEED_ENV = "GPUDL_GRADING_SEED"
+# The checker of `gpudl grade` sets the student's seed here; the student's kernel never has it.
+seed_override: contextvars.ContextVar[str | None] = contextvars.ContextVar("gpudl_seed", default=None)
 _PUBLIC_SEED = "gpudl-unseeded"   # what hidden cases use when no secret is set (the instructor's own runs)
 
 
@@ -250,7 +251,7 @@ def rng(exercise: str) -> np.random.Generator:
     keeps, so hidden cases cannot be known (or hard-coded) in advance. Without it (an
     instructor's own run) the cases are still random-looking but reproducible.
     """
-    secret = os.environ.get(SEED_ENV) or _PUBLIC_SEED
+    secret = seed_override.get() or os.environ.get(SEED_ENV) or _PUBLIC_SEED
     digest = hashlib.sha256(f"{secret}:{exercise}".encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
@@ -380,16 +381,6 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
                                  "write the computation yourself.")
 
 
-@contextlib.contextmanager
-def quiet() -> Iterator[io.StringIO]:
-    """Swallow warnings and anything written to stdout/stderr (returned as one buffer)."""
-    buf = io.StringIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with contextlib.redirect_stderr(buf), contextlib.redirect_stdout(buf):
-            yield buf
-
-
 # --- running a student's function on cases ------------------------------------------------
 
 @dataclass(frozen=True)
@@ -414,24 +405,6 @@ def _short(x: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def call_student(fn: Callable, *args: Any, forbid: Sequence[Callable | str] = (), label: str = "this exercise",
-                 what: str | None = None, **kwargs: Any) -> Any:
-    """Call a student's function quietly, under the guard; turn its exceptions into a message."""
-    __tracebackhide__ = True
-    if not callable(fn):
-        raise GradingError(f"expected a function, got {type(fn).__name__}: did you overwrite its name?")
-    what = what or getattr(fn, "__name__", "your function")
-    with quiet(), guard(*forbid, label=label):
-        try:
-            return fn(*args, **kwargs)
-        except ReferenceUsedError:
-            raise
-        except NotImplementedError as exc:
-            raise GradingError(f"{what} is not implemented yet (it raised NotImplementedError)") from exc
-        except Exception as exc:  # noqa: BLE001 - any error in student code is reported, not re-raised raw
-            raise GradingError(f"{what} raised {type(exc).__name__}: {exc}") from exc
-
-
 def check_cases(student: Callable, reference_fn: Callable, cases: Iterable[Case], *,
                 forbid: Sequence[Callable | str] = (), compare: Callable[..., None] | None = None,
                 label: str | None = None, **compare_kwargs: Any) -> None:
@@ -450,3 +423,7 @@ def check_cases(student: Callable, reference_fn: Callable, cases: Iterable[Case]
             compare(actual, expected, **compare_kwargs)
         except GradingError as exc:
             raise GradingError(f"{where}:\n{exc}") from None
+
+
+from .boundary import (AxesSnapshot, Raised, StudentFunction, call_student, draw, exercise, quiet,  # noqa: E402
+                       run_student, student_side)

@@ -1,0 +1,452 @@
+"""The boundary between a check and the student's code.
+
+A *check* is what a test cell calls: ``check.NAME(student_function, hidden=...)``. It draws
+cases, computes the reference's answers, calls the student's function and compares. During
+``gpudl grade`` the check runs in the grader's *checker*, a process the student's code never
+runs in, and the student's function stays in the student's kernel: each call crosses the
+boundary as plain data (``gpudl.grading.wire``) and its result comes back as plain data.
+Anywhere else (a student's own JupyterLab, ``nbgrader validate``, the tests) the check runs in
+the notebook's process, but every call still crosses the same codec, so a check behaves the
+same in both places and a check written against the rules here works under the grader.
+
+The rules for a lab's checks:
+
+- decorate every function a test cell calls with ``@exercise``;
+- call the student's code only through ``call_student(fn, *args)`` (plain-data arguments,
+  a plain-data result) or, when the call needs objects of the student's process (a
+  matplotlib ``Axes`` to draw on, work to time, a Triton kernel to launch, a tensor the
+  kernel writes into), through ``run_student(adapter, fn, *args)``, where ``adapter`` is a
+  module-level function marked ``@student_side`` that runs in the student's process and
+  returns plain data;
+- draw the cases inside the check (``rng`` gives the hidden ones), so the student's process
+  never holds the secret seed.
+
+Public names: ``exercise``, ``student_side``, ``StudentFunction``, ``call_student``,
+``run_student``, ``Raised``, ``draw``, ``AxesSnapshot``.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import io
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from ..references import GradingError, ReferenceUsedError
+from . import wire
+
+_CHECKS: dict[str, Callable] = {}
+_ADAPTERS: dict[str, Callable] = {}
+
+
+def _qualname(fn: Callable) -> str:
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+# --- what crosses: a call, and what became of it --------------------------------------------
+
+@dataclass(frozen=True)
+class Raised:
+    """The student's code raised an exception ``call_student`` was told to allow."""
+
+    type: str
+    message: str
+    mro: tuple[str, ...] = ()
+
+    def isa(self, *types: type) -> bool:
+        return any(t.__name__ in self.mro or t.__name__ == self.type for t in types)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call of student code came to: a value, or an exception it raised, or a result
+    that could not cross (``refused``: the reason)."""
+
+    value: Any = None
+    raised: Raised | None = None
+    refused: str = ""
+
+
+def _raised(exc: BaseException) -> Raised:
+    mro = tuple(c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins" or c in
+                (GradingError, ReferenceUsedError))
+    text = str(exc)
+    return Raised(type(exc).__name__, text[:2000] + (" ..." if len(text) > 2000 else ""), mro)
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[io.StringIO]:
+    """Swallow warnings and anything written to stdout/stderr (returned as one buffer)."""
+    buf = io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.redirect_stderr(buf), contextlib.redirect_stdout(buf):
+            yield buf
+
+
+def _resolve_forbidden(forbid: Sequence[Any]) -> list[Any]:
+    """References arrive as their qualified names ("gpudl.roofline:conv2d_flops"), library
+    routines as dotted names ("torch.nn.functional.conv2d")."""
+    out = []
+    for item in forbid:
+        if isinstance(item, str) and ":" in item:
+            module, _, qual = item.partition(":")
+            obj: Any = importlib.import_module(module)
+            for part in qual.split("."):
+                obj = getattr(obj, part)
+            out.append(obj)
+        else:
+            out.append(item)
+    return out
+
+
+def forbid_names(forbid: Sequence[Any]) -> list[str]:
+    """The guard's list as plain names: references by qualified name, library routines as given."""
+    names = []
+    for item in forbid:
+        if isinstance(item, str):
+            names.append(item)
+        elif callable(item) and getattr(item, "__gpudl_reference__", False):
+            names.append(_qualname(item))
+        else:
+            raise TypeError(f"forbid takes reference functions or dotted names, got {item!r}")
+    return names
+
+
+def execute(fn: Callable, adapter: str | None, args: tuple, kwargs: dict, forbid: Sequence[str],
+            label: str) -> Outcome:
+    """Run one call of student code in this process, quietly, under the guard: ``fn(*args)``,
+    or ``adapter(fn, *args)``. Interrupts (the cell's time limit) are not caught."""
+    from . import guard
+
+    target = fn
+    if adapter is not None:
+        impl = _ADAPTERS.get(adapter)
+        if impl is None:
+            module = adapter.partition(":")[0]
+            if module.split(".")[0] == "gpudl":
+                importlib.import_module(module)
+            impl = _ADAPTERS.get(adapter)
+        if impl is None:
+            return Outcome(refused=f"unknown student-side function {adapter}")
+        target = functools.partial(impl, fn)
+    try:
+        with quiet(), guard(*_resolve_forbidden(forbid), label=label):
+            value = target(*args, **kwargs)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - whatever student code raises is reported
+        return Outcome(raised=_raised(exc))
+    return Outcome(value=value)
+
+
+# --- sessions: where calls of student code run ------------------------------------------------
+
+class Session:
+    """Runs calls of student code for checks. ``LocalSession``: in this process, through the
+    codec. The checker's session (``gpudl.grading.checker``) sends them to the kernel."""
+
+    def call(self, handle: Any, adapter: str | None, args: tuple, kwargs: dict, forbid: Sequence[str],
+             label: str) -> Outcome:
+        raise NotImplementedError
+
+
+class LocalSession(Session):
+    """Student code in this process; arguments and results pass through the codec both ways,
+    exactly as they would cross to and from a student's kernel."""
+
+    def call(self, handle, adapter, args, kwargs, forbid, label):
+        try:
+            args, kwargs = wire.roundtrip((tuple(args), dict(kwargs)))
+        except wire.WireError as exc:
+            raise TypeError(f"a check passed an argument that is not plain data: {exc}") from None
+        outcome = execute(handle, adapter, args, kwargs, forbid, label)
+        if outcome.raised or outcome.refused:
+            return outcome
+        try:
+            return Outcome(value=wire.roundtrip(outcome.value))
+        except wire.WireError as exc:
+            return Outcome(refused=str(exc))
+
+
+_LOCAL = LocalSession()
+
+
+class StudentFunction:
+    """The student's function as a check holds it: ``call_student(fn, ...)`` calls it through
+    the session it belongs to. Calling it directly works too (no guard, no teaching message)."""
+
+    def __init__(self, handle: Any, name: str, session: Session | None = None):
+        self.handle = handle
+        self.__name__ = name
+        self.session = session
+
+    def call(self, adapter: str | None, args: tuple, kwargs: dict, forbid: Sequence[str], label: str) -> Outcome:
+        return (self.session or _LOCAL).call(self.handle, adapter, args, kwargs, forbid, label)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return call_student(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<student function {self.__name__}>"
+
+
+def as_student(fn: Any, what: str = "your function") -> StudentFunction:
+    __tracebackhide__ = True
+    if isinstance(fn, StudentFunction):
+        return fn
+    if not callable(fn) or isinstance(fn, type):
+        raise GradingError(f"expected a function, got {type(fn).__name__}: did you overwrite its name?")
+    return StudentFunction(fn, getattr(fn, "__name__", what))
+
+
+def _outcome_value(outcome: Outcome, what: str, allow: Sequence[type]) -> Any:
+    __tracebackhide__ = True
+    if outcome.refused:
+        raise GradingError(f"{what} returned {outcome.refused}: return numbers, strings, lists, tuples, dicts, "
+                           "NumPy arrays or tensors")
+    r = outcome.raised
+    if r is None:
+        return outcome.value
+    if r.type == "ReferenceUsedError":
+        raise ReferenceUsedError(r.message)
+    if allow and r.isa(*allow):
+        return r
+    if r.type == "NotImplementedError":
+        raise GradingError(f"{what} is not implemented yet (it raised NotImplementedError)")
+    if r.type == "GradingError":
+        raise GradingError(r.message)
+    raise GradingError(f"{what} raised {r.type}: {r.message}")
+
+
+def call_student(fn: Any, *args: Any, forbid: Sequence[Callable | str] = (), label: str = "this exercise",
+                 what: str | None = None, allow: Sequence[type] = (), **kwargs: Any) -> Any:
+    """Call a student's function with plain-data arguments, quietly, under the guard (calling
+    anything in ``forbid`` raises ``ReferenceUsedError``); return its plain-data result.
+
+    An exception the student's code raises becomes a ``GradingError`` that says so, except
+    types in ``allow``, which come back as a ``Raised`` value for the check to judge."""
+    __tracebackhide__ = True
+    fn = as_student(fn)
+    what = what or fn.__name__
+    outcome = fn.call(None, args, kwargs, forbid_names(forbid), label)
+    return _outcome_value(outcome, what, allow)
+
+
+def student_side(fn: Callable) -> Callable:
+    """Mark a module-level function of the package as one that runs in the student's process:
+    ``run_student(fn, student_fn, *args)`` calls ``fn(student_fn, *args)`` there, with plain-data
+    arguments, and returns its plain-data result."""
+    _ADAPTERS[_qualname(fn)] = fn
+    fn.__gpudl_student_side__ = _qualname(fn)
+    return fn
+
+
+def run_student(adapter: Callable, fn: Any, *args: Any, forbid: Sequence[Callable | str] = (),
+                label: str = "this exercise", what: str | None = None, allow: Sequence[type] = (),
+                **kwargs: Any) -> Any:
+    """``adapter(student_fn, *args, **kwargs)`` in the student's process (``adapter`` is marked
+    ``@student_side``); errors and the guard as in ``call_student``."""
+    __tracebackhide__ = True
+    name = getattr(adapter, "__gpudl_student_side__", None)
+    if name is None:
+        raise TypeError(f"{adapter!r} is not marked @student_side")
+    fn = as_student(fn)
+    what = what or fn.__name__
+    outcome = fn.call(name, args, kwargs, forbid_names(forbid), label)
+    return _outcome_value(outcome, what, allow)
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+def exercise(check: Callable) -> Callable:
+    """Mark a check that a test cell calls. During ``gpudl grade`` the call goes to the checker
+    (the student's functions stay in the kernel as handles); otherwise the check runs here with
+    the student's functions wrapped as ``StudentFunction`` and plain values through the codec."""
+    name = _qualname(check)
+    _CHECKS[name] = check
+
+    @functools.wraps(check)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        from . import checker
+        if checker.remote_enabled():
+            return checker.run_remote(name, args, kwargs)
+        local_args = tuple(_local_arg(a) for a in args)
+        local_kwargs = {k: _local_arg(v) for k, v in kwargs.items()}
+        return check(*local_args, **local_kwargs)
+
+    run.__gpudl_check__ = name
+    del run.__wrapped__         # the check itself is reached through its name, not the wrapper
+    return run
+
+
+def _local_arg(value: Any) -> Any:
+    __tracebackhide__ = True
+    if isinstance(value, StudentFunction):
+        return value
+    if callable(value) and not isinstance(value, type):
+        return StudentFunction(value, getattr(value, "__name__", "your function"))
+    try:
+        return wire.roundtrip(value)
+    except wire.WireError as exc:
+        raise GradingError(f"your answer is {exc}: answer with numbers, strings, lists, tuples, dicts or arrays")
+
+
+def registered_check(name: str) -> Callable:
+    """The check ``name`` ("gpudl.grading.lab01:bound"), importing its module when needed."""
+    if name not in _CHECKS:
+        module = name.partition(":")[0]
+        if module.split(".")[:2] != ["gpudl", "grading"]:
+            raise KeyError(f"not a check: {name}")
+        importlib.import_module(module)
+    return _CHECKS[name]
+
+
+# --- plots: what the student drew, as data --------------------------------------------------------
+
+class _Artist:
+    def __init__(self, data: dict[str, Any]):
+        self._d = data
+
+
+class _Line(_Artist):
+    def get_data(self):
+        return self._d["x"], self._d["y"]
+
+    def get_xdata(self):
+        return self._d["x"]
+
+    def get_ydata(self):
+        return self._d["y"]
+
+    def get_label(self) -> str:
+        return self._d["label"]
+
+    def get_marker(self) -> str:
+        return self._d["marker"]
+
+    def get_linestyle(self) -> str:
+        return self._d["linestyle"]
+
+    def get_color(self) -> str:
+        return self._d["color"]
+
+
+class _Collection(_Artist):
+    def get_offsets(self):
+        return self._d["offsets"]
+
+    def get_label(self) -> str:
+        return self._d["label"]
+
+
+class _Text(_Artist):
+    def get_text(self) -> str:
+        return self._d["text"]
+
+    def get_position(self):
+        return tuple(self._d["position"])
+
+
+class AxesSnapshot:
+    """A matplotlib ``Axes`` as the student left it, in the accessors checks use: scales,
+    labels, title, limits, ``lines``, ``collections``, ``texts``, ``patches`` (as rectangles
+    (x, y, width, height)), the legend's labels, and the figure's other axes' count."""
+
+    def __init__(self, data: dict[str, Any]):
+        self._d = data
+        self.lines = [_Line(d) for d in data["lines"]]
+        self.collections = [_Collection(d) for d in data["collections"]]
+        self.texts = [_Text(d) for d in data["texts"]]
+        self.patches = [tuple(p) for p in data["patches"]]
+
+    def get_xscale(self) -> str:
+        return self._d["xscale"]
+
+    def get_yscale(self) -> str:
+        return self._d["yscale"]
+
+    def get_xlabel(self) -> str:
+        return self._d["xlabel"]
+
+    def get_ylabel(self) -> str:
+        return self._d["ylabel"]
+
+    def get_title(self) -> str:
+        return self._d["title"]
+
+    def get_xlim(self):
+        return tuple(self._d["xlim"])
+
+    def get_ylim(self):
+        return tuple(self._d["ylim"])
+
+    def legend_labels(self) -> list[str]:
+        return list(self._d["legend"])
+
+    def get_xticklabels_text(self) -> list[str]:
+        return list(self._d["xticklabels"])
+
+    @property
+    def figure_axes(self) -> int:
+        return int(self._d["figure_axes"])
+
+
+def _snapshot(ax: Any) -> dict[str, Any]:
+    import numpy as np
+
+    def arr(v: Any) -> Any:
+        a = np.asarray(v)
+        if a.dtype.kind in "biuf":
+            return a.astype(float)
+        try:
+            return a.astype(float)
+        except (TypeError, ValueError):
+            return np.zeros(0)
+
+    legend = ax.get_legend()
+    return {
+        "xscale": str(ax.get_xscale()), "yscale": str(ax.get_yscale()),
+        "xlabel": str(ax.get_xlabel()), "ylabel": str(ax.get_ylabel()), "title": str(ax.get_title()),
+        "xlim": [float(v) for v in ax.get_xlim()], "ylim": [float(v) for v in ax.get_ylim()],
+        "lines": [{"x": arr(ln.get_xdata()), "y": arr(ln.get_ydata()), "label": str(ln.get_label()),
+                   "marker": str(ln.get_marker()), "linestyle": str(ln.get_linestyle()),
+                   "color": str(ln.get_color())} for ln in ax.lines],
+        "collections": [{"offsets": arr(c.get_offsets()), "label": str(c.get_label())} for c in ax.collections],
+        "texts": [{"text": str(t.get_text()), "position": [float(v) for v in t.get_position()]} for t in ax.texts],
+        "patches": [[float(p.get_x()), float(p.get_y()), float(p.get_width()), float(p.get_height())]
+                    for p in ax.patches if hasattr(p, "get_width")],
+        "legend": [str(t.get_text()) for t in legend.get_texts()] if legend is not None else [],
+        "xticklabels": [str(t.get_text()) for t in ax.get_xticklabels()],
+        "figure_axes": len(ax.figure.axes),
+    }
+
+
+@student_side
+def _draw_on_new_axes(fn: Callable, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    try:
+        fn(ax, *args, **kwargs)
+        return _snapshot(ax)
+    finally:
+        plt.close(fig)
+
+
+def draw(fn: Any, *args: Any, forbid: Sequence[Callable | str] = (), label: str = "this plot",
+         what: str | None = None, **kwargs: Any) -> AxesSnapshot:
+    """Give the student's ``fn(ax, *args, **kwargs)`` a fresh ``Axes`` in their process and
+    return what it drew as an ``AxesSnapshot``."""
+    __tracebackhide__ = True
+    data = run_student(_draw_on_new_axes, fn, *args, forbid=forbid, label=label, what=what, **kwargs)
+    if not isinstance(data, dict) or "lines" not in data:
+        raise GradingError(f"{what or 'your plotting function'} did not leave a readable plot")
+    return AxesSnapshot(data)
+
+
+__all__ = ["exercise", "student_side", "StudentFunction", "call_student", "run_student", "Raised", "draw",
+           "AxesSnapshot", "Session", "LocalSession", "Outcome", "execute", "quiet", "as_student"]
