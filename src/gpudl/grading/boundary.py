@@ -159,7 +159,7 @@ class LocalSession(Session):
 
     def call(self, handle, adapter, args, kwargs, forbid, label):
         try:
-            args, kwargs = wire.roundtrip((tuple(args), dict(kwargs)))
+            args, kwargs = wire.roundtrip((tuple(args), dict(kwargs)), **_handles_codec())
         except wire.WireError as exc:
             raise TypeError(f"a check passed an argument that is not plain data: {exc}") from None
         outcome = execute(handle, adapter, args, kwargs, forbid, label)
@@ -172,6 +172,25 @@ class LocalSession(Session):
 
 
 _LOCAL = LocalSession()
+
+
+def _handles_codec() -> dict[str, Any]:
+    """Encode a StudentFunction passed as an argument (one student function handed to another)
+    as a handle, and decode it back to the function, as the checker's session does."""
+    table: list[Any] = []
+
+    def enc(x: Any) -> Any:
+        if isinstance(x, StudentFunction):
+            table.append(x.handle)
+            return {"__fn__": len(table) - 1}
+        raise wire.WireError(wire._describe(x))
+
+    def dec(key: str, node: dict) -> Any:
+        if key == "__fn__" and type(node[key]) is int and 0 <= node[key] < len(table):
+            return table[node[key]]
+        raise wire.WireError(f"an unknown tag {key!r}")
+
+    return {"extra": enc, "extra_decode": dec}
 
 
 class StudentFunction:
@@ -276,11 +295,27 @@ def exercise(check: Callable) -> Callable:
             return checker.run_remote(name, args, kwargs)
         local_args = tuple(_local_arg(a) for a in args)
         local_kwargs = {k: _local_arg(v) for k, v in kwargs.items()}
-        return check(*local_args, **local_kwargs)
+        try:
+            result = check(*local_args, **local_kwargs)
+        except GradingError as exc:
+            # Only the teaching message: no frames of the grader, no chain of exceptions.
+            raise type(exc)(str(exc)) from None
+        passed(kwargs.get("hidden", False))
+        return result
 
     run.__gpudl_check__ = name
     del run.__wrapped__         # the check itself is reached through its name, not the wrapper
     return run
+
+
+PASSED = "visible cases passed; hidden cases run when graded"
+
+
+def passed(hidden: bool) -> None:
+    """One short line on stdout after a visible check passes, so a student can tell a passing
+    test cell from one that did not run."""
+    if not hidden:
+        print(PASSED)
 
 
 def _local_arg(value: Any) -> Any:

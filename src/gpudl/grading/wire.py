@@ -319,11 +319,12 @@ def _dec_tensor(meta: Any, take: Callable[[Any], bytes], device: str | None) -> 
     return t
 
 
-def roundtrip(obj: Any, **kwargs: Any) -> Any:
+def roundtrip(obj: Any, *, extra: Callable[[Any], Any] | None = None,
+              extra_decode: Callable[[str, Any], Any] | None = None, device: str | None = None) -> Any:
     """What the other side of the boundary would receive for ``obj``."""
-    tree, buffers = encode(obj, **{k: v for k, v in kwargs.items() if k == "extra"})
+    tree, buffers = encode(obj, extra=extra)
     tree = json.loads(json.dumps(tree, allow_nan=False))
-    return decode(tree, buffers, **{k: v for k, v in kwargs.items() if k != "extra"})
+    return decode(tree, buffers, extra=extra_decode, device=device)
 
 
 # --- framing on a stream socket ------------------------------------------------------------

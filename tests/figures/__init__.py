@@ -1,0 +1,24 @@
+"""The figures lecture notebooks quote, and how each is computed.
+
+One file per lecture notebook, ``tests/figures/<notebook stem>.py`` (``01_performance_basics``
+...), defines ``FIGURES``: a list of ``Figure``. ``tests/test_lecture_figures.py`` executes the
+notebook and checks each: the ``quote`` appears verbatim in the notebook's markdown, and
+``compute(ns)`` (``ns``: the executed notebook's variables; a figure from the package may
+ignore it) equals ``value``, the number the quote states, within ``rtol`` (and ``atol``). A
+number typed in prose that nothing computes is the exception: list it with ``compute=None``
+and say why in ``why``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Figure:
+    quote: str                                   # verbatim text in the notebook's markdown
+    value: float                                 # the number that text states
+    compute: Callable[[dict[str, Any]], float] | None
+    rtol: float = 1e-3
+    atol: float = 0.0
+    why: str = ""                                # for compute=None: why no cell computes it
