@@ -20,6 +20,7 @@ Public names: ``Job``, ``autograde_one``, ``GradedExecute``, ``QuietTests``, ``O
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -278,16 +279,17 @@ def autograde_one(job: Job) -> dict[str, Any]:
                 outputs=OutputLimits(**job.outputs))
     report: dict[str, Any] = {"status": "graded", "reason": "", "verdicts": {}, "checker_errors": []}
     logging.getLogger("traitlets").setLevel(logging.ERROR)
+    log = io.StringIO()
     try:
         with checker:
             config = _config(job, course)
             converter = Autograde(coursedir=CourseDirectory(config=config), config=config)
             converter.log.setLevel(logging.ERROR)
+            converter.log.handlers[:] = [logging.StreamHandler(log)]
+            converter.log.propagate = False
             converter.start()
-    except NbGraderException as exc:
-        report.update(status="error", reason=_nbgrader_reason(exc))
-    except Exception as exc:  # noqa: BLE001 - reported per student
-        report.update(status="error", reason=_nbgrader_reason(exc))
+    except Exception as exc:  # noqa: BLE001 - reported per student (NbGraderException among them)
+        report.update(status="error", reason=_nbgrader_reason(exc, log.getvalue()))
     finally:
         if sandbox is not None:
             sandbox.kill()
@@ -303,11 +305,15 @@ def autograde_one(job: Job) -> dict[str, Any]:
     return report
 
 
-def _nbgrader_reason(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception_only(type(exc), exc)) + traceback.format_exc()
+def _nbgrader_reason(exc: BaseException, log: str = "") -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)) + traceback.format_exc() + log
     if "DeadKernelError" in text or "Kernel died" in text or "kernel died" in text:
         return "the kernel died while running the notebook (out of memory, a crash, or os._exit?)"
-    return f"nbgrader could not grade it: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}"
+    if "RuntimeError: Kernel didn't respond" in text or "Kernel didn't respond" in text:
+        return "the kernel did not start or stopped answering"
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    detail = lines[-1][:300] if lines else (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
+    return f"nbgrader could not grade it: {detail}"
 
 
 def child_main(job_dict: dict[str, Any], result_path: str, env: dict[str, str] | None = None) -> None:

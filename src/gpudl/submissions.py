@@ -127,9 +127,12 @@ def _unzip(path: Path, dest: Path) -> list[tuple[str, str]]:
             if stat.S_ISLNK(info.external_attr >> 16):
                 refused.append((name, "a symbolic link in the zip (not extracted)"))
                 continue
-            if not name.endswith(".ipynb") or any(p.startswith(".") or p == "__MACOSX" for p in parts):
+            if any(p.startswith(".") or p == "__MACOSX" for p in parts):
                 continue
             target = dest / name
+            if not name.endswith(".ipynb"):
+                target.parent.mkdir(parents=True, exist_ok=True)     # the student's folder, not the file
+                continue
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(info) as src, open(target, "wb") as out:
                 left = MAX_NOTEBOOK_BYTES + 1
