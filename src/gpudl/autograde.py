@@ -318,6 +318,8 @@ def _nbgrader_reason(exc: BaseException, log: str = "") -> str:
 
 def child_main(job_dict: dict[str, Any], result_path: str, env: dict[str, str] | None = None) -> None:
     """Entry point of the per-student process: grade, write the report as JSON."""
+    import warnings
+    warnings.simplefilter("ignore")            # nbgrader's SQLAlchemy and traitlets chatter
     os.environ.update(env or {})
     try:
         report = autograde_one(Job(**job_dict))

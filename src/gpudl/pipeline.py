@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable
 import nbformat
 
 from . import notebooks
-from .submissions import Submission, find_submissions, inspect_submission, repair  # noqa: F401 - public here too
+from .submissions import Submission, find_submissions, inspect_submission, repair, review_flags  # noqa: F401
 
 COURSE_ID = "gpudl"
 SEED_ENV = "GPUDL_GRADING_SEED"     # read by gpudl.grading.rng inside the graded kernel
@@ -374,6 +374,7 @@ def _prepare(sub: Submission, released: nbformat.NotebookNode, scratch: Path) ->
     if problem:
         return None, problem, []
     try:
+        notes += review_flags(sub.notebook, released)
         return repair(sub.notebook, released, scratch / "repaired" / f"{sub.student}.ipynb"), "", notes
     except ValueError as exc:
         return None, str(exc), []
@@ -502,7 +503,10 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
         _update_status(out, lab, results)
         write_csv(out / "grades.csv", lab, out)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if os.environ.get("GPUDL_KEEP_SCRATCH"):
+            echo(f"scratch kept (GPUDL_KEEP_SCRATCH): {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
     minutes = (time.monotonic() - started) / 60
     echo(f"{len(results)} student(s) in {minutes * 60:.0f} s: {len(results) / minutes:.1f} students per minute")
     return results

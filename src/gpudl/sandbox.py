@@ -96,19 +96,29 @@ def _own_process_count() -> int:
 
 
 def _python_paths() -> list[str]:
-    """What the kernel's interpreter needs to read: its installation, the virtual environment,
-    and every directory on ``sys.path`` (site-packages, the package's source for an editable
-    install), never a folder that holds the course's solutions."""
+    """What the kernel's interpreter needs to read: its installation, the virtual environment's
+    site-packages, the package's source (an editable install) and the folders named in
+    ``PYTHONPATH``; never ``sys.path`` as such (a script's or pytest's folder would expose /tmp or
+    the tests), never a folder that holds a course, nor /tmp, /home, /root or / themselves."""
+    import site
+
     import gpudl
 
     package_root = str(Path(gpudl.__file__).resolve().parent.parent)       # src/ of gpudl
-    paths = {sys.base_prefix, sys.prefix, sysconfig.get_paths()["stdlib"], package_root,
-             str(Path(sys.executable).resolve().parent)}
-    for entry in sys.path:
-        if entry and os.path.isdir(entry):
-            paths.add(os.path.abspath(entry))
-    course_like = [p for p in paths if (Path(p) / "solutions").is_dir() or (Path(p) / "nbgrader_config.py").exists()]
-    return sorted(p for p in paths if p not in course_like and p != "/")
+    paths = {sys.base_prefix, sys.prefix, package_root, str(Path(sys.executable).resolve().parent)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths()[key])
+    paths.update(site.getsitepackages())
+    paths.update(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    too_wide = {"/", "/tmp", "/home", "/root", "/work", "/usr", "/var", "/etc", str(Path.home())}
+    out = []
+    for p in sorted({os.path.abspath(p) for p in paths if p and os.path.isdir(p)}):
+        if p in too_wide or (Path(p) / "solutions").is_dir() or (Path(p) / "nbgrader_config.py").exists():
+            continue
+        if Path(p).name.startswith("gpudl-grade-") or "/gpudl-grade-" in p:
+            continue
+        out.append(p)
+    return out
 
 
 def _gpu_devices() -> list[str]:

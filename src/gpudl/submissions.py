@@ -15,10 +15,13 @@ one row per submission whatever was handed in:
 ``inspect_submission`` reads a notebook without running it (invalid JSON, duplicated graded
 cells, edited or deleted test cells); ``repair`` writes the copy that is graded: deleted graded
 cells restored in their place from the release, and hidden-test markers in the student's own
-cells made inert (they would break the feedback of that student).
+cells made inert (they would break the feedback of that student). ``review_flags`` lists code
+in the student's cells that reaches into the grader's machinery (rebinding the package's
+functions, IPython hooks, frames, ``__wrapped__``, ``exec``): such code cannot raise a score,
+since the checker judges outside the kernel, but an instructor may want to read it.
 
 Public names: ``Submission``, ``find_submissions``, ``inspect_submission``, ``repair``,
-``MAX_NOTEBOOK_BYTES``.
+``review_flags``, ``MAX_NOTEBOOK_BYTES``.
 """
 from __future__ import annotations
 
@@ -130,21 +133,21 @@ def _unzip(path: Path, dest: Path) -> list[tuple[str, str]]:
             if any(p.startswith(".") or p == "__MACOSX" for p in parts):
                 continue
             target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)     # the student's folder, even without a notebook
             if not name.endswith(".ipynb"):
-                target.parent.mkdir(parents=True, exist_ok=True)     # the student's folder, not the file
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as out:
-                left = MAX_NOTEBOOK_BYTES + 1
+            data, left = [], MAX_NOTEBOOK_BYTES + 1
+            with zf.open(info) as src:
                 while left > 0:
                     chunk = src.read(min(left, 1 << 20))
                     if not chunk:
                         break
-                    out.write(chunk)
+                    data.append(chunk)
                     left -= len(chunk)
-            if target.stat().st_size > MAX_NOTEBOOK_BYTES:
-                target.write_bytes(b"")                       # keep the row, not the bomb
-                refused.append((name, f"a notebook over the {MAX_NOTEBOOK_BYTES >> 20} MiB limit"))
+            if left <= 0:
+                refused.append((name, f"a notebook over the {MAX_NOTEBOOK_BYTES >> 20} MiB limit (not extracted)"))
+                continue
+            target.write_bytes(b"".join(data))
     return refused
 
 
@@ -200,11 +203,16 @@ def find_submissions(path: str | Path, lab: str, *, workdir: Path | None = None,
                 why = _regular_notebook(entry)
                 add(raw, None if why else entry, why)
     for member, why in refused:
-        stem = Path(member).name.removesuffix(".ipynb")
-        m = _CANVAS.match(Path(member).name)
-        if any(s.notebook is not None and Path(member).name in str(s.notebook) for s in found):
-            continue
-        add(m["student"] if m else stem, None, why)
+        parts = [p for p in Path(member).parts if p not in ("..", ".", "/")]
+        m = _CANVAS.match(parts[-1]) if parts else None
+        raw = m["student"] if m else (parts[-2] if len(parts) > 1 else Path(member).stem)
+        mm = _MOODLE.match(raw)
+        raw = mm["student"] if mm else raw
+        same = [s for s in found if s.student == student_id(raw) and s.notebook is None]
+        if same:
+            same[0].problem = why          # the folder's row says what happened to its notebook
+        else:
+            add(raw, None, why)
     return found
 
 
@@ -309,4 +317,57 @@ def repair(nb_path: Path, released: nbformat.NotebookNode, dest: Path) -> Path:
     return dest
 
 
-__all__ = ["Submission", "find_submissions", "inspect_submission", "repair", "student_id", "MAX_NOTEBOOK_BYTES"]
+# What honest lab code has no reason to touch: the grader's machinery and the interpreter's.
+_SUSPECT_ATTRS = {"__wrapped__", "__closure__", "__code__", "__globals__", "__builtins__", "__dict__", "f_locals",
+                  "f_globals", "f_back", "_getframe", "settrace", "setprofile", "set_custom_exc",
+                  "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "register_magic_function",
+                  "get_referents", "get_referrers", "get_objects", "modules"}
+_SUSPECT_NAMES = {"exec", "eval", "compile", "__import__", "ctypes", "importlib", "marshal", "get_ipython"}
+
+
+def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
+    """Lines of the student's own cells (solution cells and cells they added) that reach into
+    the grader's machinery, one note each (at most 10)."""
+    import ast
+
+    nb, why = _read(nb_path)
+    if nb is None:
+        return []
+    locked = {_gid(c) for c in released.cells if c.get("metadata", {}).get("nbgrader", {}).get("locked")}
+    flags: list[str] = []
+    for index, cell in enumerate(nb.cells):
+        if cell.get("cell_type") != "code" or _gid(cell) in locked:
+            continue
+        where = f"cell '{_gid(cell)}'" if _gid(cell) else f"cell {index + 1}"
+        try:
+            tree = ast.parse(cell.get("source", ""))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            what = ""
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and "gpudl" in ast.unparse(t.value) or (
+                            isinstance(t, ast.Attribute) and ast.unparse(t.value) in ("check",)):
+                        what = f"rebinds {ast.unparse(t)}"
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+                what = f"calls {node.func.id}"
+            elif isinstance(node, ast.Attribute) and node.attr in _SUSPECT_ATTRS:
+                what = f"uses .{node.attr}"
+            elif isinstance(node, ast.Name) and node.id in _SUSPECT_NAMES:
+                what = f"uses {node.id}"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(m.split(".")[0] in ("ctypes", "importlib", "marshal", "gc") for m in mods):
+                    what = f"imports {', '.join(mods)}"
+            if what:
+                flags.append(f"review: {where}, line {getattr(node, 'lineno', '?')}: {what}")
+                break
+        if len(flags) >= 10:
+            break
+    return flags
+
+
+__all__ = ["Submission", "find_submissions", "inspect_submission", "repair", "review_flags", "student_id",
+           "MAX_NOTEBOOK_BYTES"]
