@@ -445,3 +445,12 @@ def test_benchmark_table():
     assert peaks[(512, "flash")] < 3 * peaks[(256, "flash")]      # linear
     assert peaks[(512, "flash")] < peaks[(512, "naive")] / 4
     assert "attention_memory" in table.figures
+
+
+def test_the_old_benchmarks_spelling_runs_the_registered_benchmark():
+    # course/07_attention.ipynb's GPU cell calls attention.BENCHMARKS["attention"](["--quick"])
+    table = A.BENCHMARKS["attention"](["--lengths", "32", "64", "--memory"])
+    assert [(r["L"], r["method"]) for r in table.rows] == [(32, "naive"), (32, "flash"), (64, "naive"), (64, "flash")]
+    assert table.title == benchmarks.run("attention", ["--lengths", "32", "--memory"]).title
+    with pytest.raises(AttributeError):
+        A.NO_SUCH_NAME

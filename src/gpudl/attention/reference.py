@@ -243,7 +243,7 @@ def weights_from_torch(mha: Any) -> MultiheadWeights:
 
 
 
-# --- 4. the same on a device -----------------------------------------------------------------
+# --- 4. the naive form on a device -----------------------------------------------------------------
 
 def naive_attention_torch(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None) -> Any:
     """Attention as three kernels in torch (any device): the (..., Lq, Lk) scores and their

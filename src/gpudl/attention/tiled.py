@@ -17,7 +17,7 @@ import numpy as np
 from ..references import reference
 from .reference import _arr, _blocks, _check_qkv, _default_scale
 
-# --- 4. the online softmax -------------------------------------------------------------------
+# --- the online softmax -----------------------------------------------------------------------
 
 @reference
 def softmax_block_state(s: Any, v: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

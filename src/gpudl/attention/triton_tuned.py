@@ -16,14 +16,11 @@ from ..references import reference
 from .reference import _default_scale
 from .triton_plain import _block_d, _interpreting, _launch_args, _prepare, _require_triton, triton
 
+LOG2_E = 1.4426950408889634        # exp(x) = exp2(x * log2(e))
+
 if triton is not None:
     import triton.language as tl
 
-LOG2_E = 1.4426950408889634        # exp(x) = exp2(x * log2(e))
-
-
-if triton is not None:
-    # ---- the tuned kernel: Triton's fused-attention tutorial forward, with bounds ----
     @triton.jit
     def _attention_tuned_inner(acc, l_i, m_i, q, k_base, v_base, stride_kl, stride_vl, lo, hi,
                                offs_m, offs_n, offs_d, N_K, qk_scale,
