@@ -42,8 +42,9 @@ from .loops import LOOP_ORDERS, gemm_blocked, gemm_loops, gemm_outer, gemm_refer
 from .traffic import (CacheStats, Trace, blocked_trace, blocked_traffic, computational_intensity, cpu_cache_bytes,
                       loop_trace, lru_capacity_for_block, naive_traffic, optimal_block, simulate_traffic,
                       traffic_table)
-from .triton_kernel import (INTERPRETER_CONFIG, TRITON_CONFIGS, TritonConfig, _autotuned, best_triton_config,
-                            matmul_kernel, matmul_triton, triton_block_sweep, triton_vs_torch)
+from .triton_kernel import (INTERPRETER_CONFIG, TRITON_CONFIGS, TritonConfig, best_triton_config, matmul_kernel,
+                            matmul_triton, triton_block_sweep, triton_vs_torch)
+from .triton_kernel import _autotuned  # noqa: F401 - lab03's guard blocks the autotuned kernel too
 
 __all__ = ["gemm_flops", "gemm_reference", "LOOP_ORDERS", "gemm_loops", "gemm_outer", "gemm_blocked",
            "naive_traffic", "blocked_traffic", "computational_intensity", "optimal_block", "Trace", "loop_trace",
