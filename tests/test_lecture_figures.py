@@ -30,7 +30,7 @@ FIGURES = Path(__file__).resolve().parent / "figures"
 TABLES = sorted(p for p in FIGURES.glob("*.py") if p.name != "__init__.py")
 MUST_HAVE_A_TABLE = ("01_performance_basics", "02_measuring_flops", "03_gemm_blocking",
                      "05_layouts_and_cudnn", "06_lstm_bptt", "07_attention")
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 _WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
           "sixteen seventeen eighteen nineteen twenty").split()
 _WORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE)
@@ -48,7 +48,7 @@ def load_table(path: Path) -> list[Figure]:
 
 def numbers_in(quote: str) -> list[float]:
     """The numbers written in a quote: "13,500 TFLOP/s" -> [13500.0]; "8-16x" -> [8.0, 16.0];
-    "a factor of eight" -> [8.0]."""
+    "2.389e-01" -> [0.2389]; "a factor of eight" -> [8.0]."""
     return ([float(m.group().replace(",", "")) for m in _NUMBER.finditer(quote)]
             + [float(_WORDS.index(m.group().lower())) for m in _WORD.finditer(quote)])
 
