@@ -292,7 +292,8 @@ def update_scale(state: ScalerState, found_inf: bool, *, growth_factor: float = 
         return ScalerState(float(np.float32(state.scale * backoff_factor)), 0)
     clean = state.growth_tracker + 1
     if clean == growth_interval:
-        grown = np.float32(state.scale) * np.float32(growth_factor)
+        with np.errstate(over="ignore"):
+            grown = np.float32(state.scale) * np.float32(growth_factor)
         return ScalerState(float(grown) if np.isfinite(grown) else state.scale, 0)
     return ScalerState(state.scale, clean)
 
