@@ -17,6 +17,7 @@ Public names, in reading order:
 ``tensor_core_matmul``   D = A B + C with inputs rounded to a format, exact products, FP32/FP16 accumulation
 ``tf32_matmul``          FP32 data through TF32 tensor cores (inputs rounded, FP32 accumulation)
 ``round_tf32_torch``     TF32 rounding of a torch tensor on any device (for the GPU comparison)
+``to_fp8``, ``fp8_matmul``   FP8 E4M3 with a per-tensor scale, through ``torch._scaled_mm``
 ``split``, ``split_matmul``, ``relative_error``   the 3-product trick and how well it does
 ``MMAShape``, ``TensorCoreGeneration``, ``TENSOR_CORES``, ``tensor_core_fma_per_sm``, ``tensor_core_peak``
 ``LECTURE_MAC_TABLE``, ``mac_table``, ``throughput_ladder``   FMA per clock per SM, peaks by mode
@@ -115,6 +116,31 @@ def round_tf32_torch(t: Any, rounding: str = "rne") -> Any:
         raise ValueError(f"rounding must be 'rne', 'rna' or 'rtz', got {rounding!r}")
     out = (bits & ~0x1FFF).view(torch.float32)
     return torch.where(torch.isfinite(t), out, t)
+
+
+# --- FP8 with per-tensor scales --------------------------------------------------------------
+
+def to_fp8(t: Any) -> tuple[Any, Any]:
+    """``(t8, scale)`` with ``t8 = t / scale`` in ``float8_e4m3fn`` and ``scale = amax(|t|) / 448``:
+    the largest magnitude lands on E4M3's largest value, so nothing overflows and the 3-bit
+    mantissa covers the tensor's own range. ``scale`` is an FP32 scalar tensor."""
+    import torch
+
+    amax = t.detach().abs().max().float().clamp(min=torch.finfo(torch.float32).tiny)
+    scale = amax / torch.finfo(torch.float8_e4m3fn).max
+    return (t.float() / scale).to(torch.float8_e4m3fn), scale
+
+
+def fp8_matmul(a: Any, b: Any, out_dtype: Any = None) -> Any:
+    """``a @ b`` on FP8 tensor cores: both operands to E4M3 with per-tensor scales (``to_fp8``),
+    multiplied by ``torch._scaled_mm``, which takes A row-major and B column-major and undoes the
+    scales in its FP32 epilogue. BF16 result by default."""
+    import torch
+
+    out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
+    a8, sa = to_fp8(a)
+    b8t, sb = to_fp8(b.t().contiguous())                   # (N, K) row-major = B (K, N) column-major
+    return torch._scaled_mm(a8, b8t.t(), scale_a=sa, scale_b=sb, out_dtype=out_dtype)
 
 
 # --- the 3-product split ----------------------------------------------------------------
