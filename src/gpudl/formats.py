@@ -420,6 +420,7 @@ def encode(x: Any, fmt: FloatFormat | str, rounding: str = "rne") -> np.ndarray:
     return out.astype(_uint(fmt))
 
 
+@reference
 def bf16_bits(x: Any) -> np.ndarray:
     """FP32 -> BF16 bit patterns with integer arithmetic, as torch's C++ does it: add
     ``0x7FFF`` plus the lowest kept bit (so an exact tie rounds to even), keep the top 16
