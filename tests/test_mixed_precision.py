@@ -217,6 +217,31 @@ def test_bad_arguments():
         M.train_mixed_precision("int8")
 
 
+def test_fp8_matmul_with_per_tensor_scales():
+    a, b = torch.randn(64, 128) * 50, torch.randn(128, 32) * 0.01
+    a8, scale = M.to_fp8(a)
+    assert a8.dtype == torch.float8_e4m3fn and (a8.float().abs().max() * scale - a.abs().max()).abs() < 1e-3 * a.abs().max()
+    try:
+        out = M.fp8_matmul(a, b)
+    except RuntimeError as exc:                                    # a torch build without CPU _scaled_mm
+        pytest.skip(f"torch._scaled_mm unavailable here: {exc}")
+    ref = a.double() @ b.double()
+    assert out.dtype == torch.bfloat16
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 0.1     # E4M3: 3 mantissa bits
+
+
+def test_precision_benchmark_quick_is_the_cpu_version():
+    from gpudl import benchmarks
+
+    table = benchmarks.run("precision", ["--quick"])
+    parts = {r["part"] for r in table.rows}
+    assert parts == {"TF32 in ULPs", "ladder", "2:4 vs dense"}
+    one_order = next(r for r in table.rows if "sequential FP32 sum vs one rounding" in r["case"] and "uniform" in r["case"])
+    assert 0 < one_order["max_ulp"] < 100                    # an accumulation order costs a few ULPs, not more
+    assert any("CUDA" in n for n in table.notes)              # 2:4 semi-structured: why not, on a CPU
+    assert set(table.figures) >= {"precision_ladder"}
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device (cuBLAS in TF32 mode)")
 def test_tf32_emulation_is_what_cublas_computes():

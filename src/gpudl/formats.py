@@ -25,14 +25,14 @@ Public names, in reading order:
 ``FloatFormat``          a format as a frozen value; its derived properties
 ``FP64``, ``FP32``, ``TF32``, ``FP16``, ``BF16``, ``FP8_E4M3``, ``FP8_E4M3_NONSAT``, ``FP8_E5M2``,
 ``DOUBLE_DOUBLE``, ``FP128``, ``FORMATS``, ``get_format``
-``LECTURE_TABLE``, ``precision_table``, ``compare_with_lecture``, ``LECTURE_SLIPS``
+``LectureRow``, ``LECTURE_TABLE``, ``precision_table``, ``compare_with_lecture``, ``LECTURE_SLIPS``
 ``fields``, ``decode``, ``describe``   bit patterns -> sign, exponent, mantissa -> values
 ``round_to``             the reference: RNE (or ties-away, or truncation) to a format's values
 ``encode``               values -> bit patterns of a format (``round_to`` then the fields)
 ``bf16_bits``            the classic integer trick for FP32 -> BF16 (add 0x7FFF + lsb, shift 16)
 ``round_tf32``           TF32 rounding of a matrix (torch has no TF32 dtype), kept as float32
 ``spacing``, ``ulp_error``, ``representable``   the number line: gaps, errors in ULPs, all values
-``torch_bits``, ``torch_e4m3_overflow``   what torch's own casts produce, for comparisons
+``torch_bits``, ``torch_e4m3_overflow``, ``torch_e4m3_format``   what torch's own casts produce, for comparisons
 """
 from __future__ import annotations
 

@@ -268,13 +268,11 @@ def cpu_sparse_rows(sizes: tuple[int, ...] = (128, 256), budget: float = 0.3) ->
 # --- the table -------------------------------------------------------------------------------------
 
 def _figures(ladder: list[dict[str, Any]], sparse: list[dict[str, Any]]) -> dict[str, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure          # no pyplot: no backend, no global state
 
     figs = {}
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = Figure(figsize=(7, 4))
+    ax = fig.add_subplot()
     names = [r["mode"] for r in ladder]
     x = np.arange(len(names))
     ax.bar(x - 0.2, [r["tflops"] or 0 for r in ladder], 0.4, label="measured")
@@ -287,7 +285,8 @@ def _figures(ladder: list[dict[str, Any]], sparse: list[dict[str, Any]]) -> dict
     figs["precision_ladder"] = fig
     done = [r for r in sparse if r["speedup"]]
     if done:
-        fig, ax = plt.subplots(figsize=(5, 3.5))
+        fig = Figure(figsize=(5, 3.5))
+        ax = fig.add_subplot()
         ax.plot([r["n"] for r in done], [r["speedup"] for r in done], "o-")
         ax.axhline(2.0, ls="--", c="gray", label="2x: half the math")
         ax.axhline(1.0, ls=":", c="gray")
