@@ -226,7 +226,7 @@ def _config(job: Job, course: Path):
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, LimitOutput, SaveAutoGrades)
 
-    from .pipeline import configure_nbgrader
+    from .nbgrader_setup import configure_nbgrader
 
     c = Config()
     configure_nbgrader(c, cell_timeout=job.cell_timeout)
