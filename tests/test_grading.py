@@ -241,3 +241,12 @@ def test_check_choice_accepts_the_letters_in_any_order_and_hints_otherwise():
         check_choice("labX", "ab", "ABCD", digest, "think again", question="q1")
     with pytest.raises(GradingError, match="only the letters A-D"):
         check_choice("labX", "E", "ABCD", digest, "think again", question="q1")
+
+
+def test_assert_close_judges_values_whose_squares_overflow():
+    import numpy as np
+    from gpudl.grading import GradingError, assert_close
+
+    assert_close(np.array([1e300, 3e300]), np.array([1e300, 3e300]))
+    with pytest.raises(GradingError):
+        assert_close(np.array([1e300, 2e300]), np.array([1e300, 3e300]))

@@ -198,8 +198,12 @@ def assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
         raise GradingError(f"your {name} has {int(bad_inf.sum())} infinite value(s) (first at index {idx}): "
                            "an overflow (exp of a large number?) or a division by zero?")
     finite = np.isfinite(e)
-    scale = float(np.sqrt(np.mean(e[finite] ** 2))) if finite.any() else 1.0
-    scale = scale if scale > 0 else 1.0
+    if finite.any():
+        peak = float(np.max(np.abs(e[finite])))          # rms without overflow: scale by the largest first
+        scale = peak * float(np.sqrt(np.mean((e[finite] / peak) ** 2))) if peak > 0 else 0.0
+    else:
+        scale = 1.0
+    scale = scale if scale > 0 and np.isfinite(scale) else 1.0
     with np.errstate(invalid="ignore"):
         same = (a == e) | (np.isnan(a) & np.isnan(e))     # matching inf/nan where the reference has them
         err = np.where(finite, np.abs(a - e), np.where(same, 0.0, np.inf))
