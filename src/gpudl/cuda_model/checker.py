@@ -134,6 +134,7 @@ class Report:
     """Every launch made under ``checking()``, in order."""
 
     launches: list[LaunchReport] = field(default_factory=list)
+    kept: list[tuple[Any, Any, Any, tuple]] = field(default_factory=list)   # (kernel, grid, block, host args)
 
     @property
     def findings(self) -> list[Finding]:
@@ -962,11 +963,13 @@ def _launch_problem(g: tuple, b: tuple, limits: CheckLimits) -> str:
 
 
 @contextlib.contextmanager
-def checking(limits: CheckLimits | None = None, *, check: bool = True, allow_package: bool = False) -> Iterator[Report]:
+def checking(limits: CheckLimits | None = None, *, check: bool = True, allow_package: bool = False,
+             keep: bool = False) -> Iterator[Report]:
     """Within the block, every launch of a numba-cuda kernel is checked (``run_kernel``) and
     recorded in the ``Report`` it yields. In the simulator the checked run *is* the launch;
     with a GPU the compiled kernel then runs for real on the original arguments (with
-    ``check=False`` only for real: large sizes)."""
+    ``check=False`` only for real: large sizes). ``keep=True`` also keeps each compiled
+    kernel's launch with host copies of its arguments in ``report.kept`` (for compute-sanitizer)."""
     report = Report()
     limits = limits or CheckLimits()
     from numba import cuda  # noqa: F401  - numba must be imported for its classes
@@ -981,8 +984,11 @@ def checking(limits: CheckLimits | None = None, *, check: bool = True, allow_pac
         report.launches.append(rep)
 
     def real_call(self, args, launch_config):
+        copies = tuple(np.array(_host(a)) if _is_array(a) else a for a in args) if (check or keep) else args
+        if keep:
+            report.kept.append((self, tuple(launch_config.griddim), tuple(launch_config.blockdim),
+                                tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in copies)))
         if check:
-            copies = tuple(np.array(_host(a)) if _is_array(a) else a for a in args)
             rep = run_kernel(self, launch_config.griddim, launch_config.blockdim, *copies,
                              sharedmem=launch_config.sharedmem, limits=limits, allow_package=allow_package)
         else:
