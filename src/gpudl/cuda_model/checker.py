@@ -113,6 +113,7 @@ class LaunchReport:
         self.counted[kind] = self.counted.get(kind, 0) + 1
         if self.counted[kind] <= _PER_KIND:
             self.findings.append(Finding(kind, message))
+            self.findings.sort(key=lambda f: KINDS.index(f.kind))      # the most serious first
 
     def as_dict(self) -> dict[str, Any]:
         order = {k: i for i, k in enumerate(KINDS)}
