@@ -109,7 +109,7 @@ def _globals_source(fn: Any, seen: set[int] | None = None) -> tuple[list[str], l
         value = fn.__globals__[name]
         if isinstance(value, bool) or isinstance(value, (int, float)):
             consts.append(f"{name} = {value!r}")
-        elif type(value).__module__.startswith("numba") and hasattr(value, "name") and not callable(value):
+        elif _is_numba_type(value):
             consts.append(f"{name} = numba.{value.name}")
         elif hasattr(value, "py_func") and id(value) not in seen:
             seen.add(id(value))
@@ -119,10 +119,21 @@ def _globals_source(fn: Any, seen: set[int] | None = None) -> tuple[list[str], l
     return consts, devices
 
 
+def _is_numba_type(value: Any) -> bool:
+    """A numba type such as ``float32`` (numba's own, or numba-cuda's copy of it)."""
+    classes = []
+    for module in ("numba.core.types", "numba.cuda.types"):
+        try:
+            classes.append(__import__(module, fromlist=["Type"]).Type)
+        except (ImportError, AttributeError):
+            pass
+    return bool(classes) and isinstance(value, tuple(classes)) and hasattr(value, "name")
+
+
 def _decorated(fn: Any, device: bool = False) -> str:
     src = textwrap.dedent(inspect.getsource(fn))
     body = re.sub(r"^(\s*@.*\n)+", "", src)
-    deco = "@cuda.jit(device=True)" if device else "@cuda.jit(lineinfo=True)"
+    deco = "@cuda.jit(device=True)" if device else "@cuda.jit(**JIT)"
     return f"{deco}\n{body}"
 
 
@@ -141,6 +152,8 @@ def kernel_script(kernel: Any, grid: Any, block: Any, args: Sequence[Any], folde
     with open(os.path.join(folder, "scalars.json"), "w") as f:
         json.dump(scalars, f)
     lines = ["import json, math, os", "import numpy as np", "import numba", "from numba import cuda",
+             "# line numbers in the sanitizer's report (the simulator knows no such option)",
+             "JIT = {} if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1' else {'lineinfo': True}",
              *consts, *devices, _decorated(fn),
              "here = os.path.dirname(os.path.abspath(__file__))",
              "arrays = np.load(os.path.join(here, 'args.npz'))",
