@@ -22,7 +22,6 @@ rows the GPU run fills are visible.
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 import numpy as np

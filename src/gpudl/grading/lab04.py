@@ -25,9 +25,9 @@ import numpy as np
 
 from ..cuda_model import launch as _launch, memory as _memory
 from ..cuda_model.occupancy import LIMITS as _LIMITS, occupancy as _occupancy_model, waves as _waves_model
-from ..hardware import SPECS, device, sm_limits
+from ..hardware import device, sm_limits
 from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, check_choice, rng,
-               run_student, student_side, tolerance)
+               run_student, student_side)
 from .boundary import exercise
 
 LAB = "lab04"
@@ -362,7 +362,7 @@ def array_sum(fn: Callable, hidden: bool = False) -> None:
 
 # --- 8. occupancy --------------------------------------------------------------------------------
 
-_OCC_VISIBLE = [("V100", 128, 17, 20), ("A100", 256, 32, 40_000), ("H100-SXM", 96, 40, 10_000)]
+_OCC_VISIBLE = [("V100", 128, 17, 20), ("A100", 256, 32, 40_000), ("H100-SXM", 100, 40, 10_000)]
 
 
 def _occupancy_ref(limits: Any, threads: int, registers: int, shared: int) -> tuple[int, str, dict]:
@@ -372,20 +372,22 @@ def _occupancy_ref(limits: Any, threads: int, registers: int, shared: int) -> tu
 
 def _occupancy_cases(hidden: bool) -> list[Case]:
     if not hidden:
-        labels = ["the lecture's Nsight Compute table (80-SM Volta)", "an A100 kernel", "an H100 kernel, 96 threads"]
+        labels = ["the lecture's Nsight Compute table (80-SM Volta)", "an A100 kernel",
+                  "an H100 kernel whose last warp is partial"]
         return [Case((sm_limits(name), t, r, s), label=f"{lab}: {t} threads, {r} registers, {s} bytes of shared memory")
                 for (name, t, r, s), lab in zip(_OCC_VISIBLE, labels)]
     g = rng(f"{LAB}.occupancy")
     cases = []
     while len(cases) < 8:
-        lim = sm_limits(str(g.choice(["V100", "T4", "A100", "RTX3090", "H100-SXM"])))
+        name = str(g.choice(["V100", "T4", "A100", "RTX3090", "H100-SXM"]))
+        lim = sm_limits(name)
         t = int(g.integers(1, lim.max_threads_per_block + 1))
         r = int(g.integers(8, 129))
         s = int(g.integers(1, 24 * 1024))
         occ = _occupancy_model(lim, t, r, s)
         if occ.blocks_per_sm == 0 or len(occ.limiters) > 1:
             continue                       # a launch that cannot run, or a tie: not this exercise
-        cases.append(Case((lim, t, r, s)))
+        cases.append(Case((lim, t, r, s), label=f"{name}: {t} threads, {r} registers, {s} bytes of shared memory"))
     return cases
 
 
@@ -484,7 +486,9 @@ def _compare_count(actual: Any, expected: int, what: str, hint: str) -> None:
     if isinstance(actual, bool) or not isinstance(actual, (int, np.integer)):
         raise GradingError(f"return the number of {what} as an int, got {actual!r}")
     if int(actual) != expected:
-        raise GradingError(f"{int(actual)} {what}, expected {expected}: {hint}")
+        got, want = (f"a {int(actual)}{what}", f"{expected}") if what.startswith("-") else \
+            (f"{int(actual)} {what}", f"{expected}")
+        raise GradingError(f"{got}, expected {want}: {hint}")
 
 
 # --- 11. bank conflicts --------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 # mutant: no tree: every thread adds its element atomically into out[0]
 # cell: array_sum
+SUM_BLOCK = 128
+
+
 @cuda.jit
 def sum_kernel(x, out, n):
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x

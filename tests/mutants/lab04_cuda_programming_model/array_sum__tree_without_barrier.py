@@ -1,5 +1,8 @@
 # mutant: no barrier inside the tree: a step reads partial sums the previous step has not finished
 # cell: array_sum
+SUM_BLOCK = 128
+
+
 @cuda.jit
 def sum_kernel(x, out, n):
     s = cuda.shared.array(SUM_BLOCK, float32)

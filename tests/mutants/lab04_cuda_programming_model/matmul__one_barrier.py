@@ -1,5 +1,8 @@
 # mutant: one barrier per tile: the next tile is loaded while other threads still read this one
 # cell: matmul
+TILE = 16
+
+
 @cuda.jit
 def matmul_kernel(A, B, C):
     sA = cuda.shared.array((TILE, TILE), float32)

@@ -1,5 +1,8 @@
 # mutant: no tiling: each thread reads its whole row of A and column of B from global memory
 # cell: matmul
+TILE = 16
+
+
 @cuda.jit
 def matmul_kernel(A, B, C):
     col, row = cuda.grid(2)

@@ -1,5 +1,9 @@
 # mutant: threads past n return before the barrier instead of being guarded
 # cell: stencil
+RADIUS = 3
+BLOCK = 64        # threads per block
+
+
 @cuda.jit
 def stencil_kernel(x, out, n):
     temp = cuda.shared.array(BLOCK + 2 * RADIUS, float32)

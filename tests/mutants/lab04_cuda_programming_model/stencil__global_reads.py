@@ -1,5 +1,9 @@
 # mutant: no shared memory: each thread reads its 7 inputs from global memory
 # cell: stencil
+RADIUS = 3
+BLOCK = 64        # threads per block
+
+
 @cuda.jit
 def stencil_kernel(x, out, n):
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
