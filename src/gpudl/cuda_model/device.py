@@ -170,6 +170,7 @@ def kernel_script(kernel: Any, grid: Any, block: Any, args: Sequence[Any], folde
 
 
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
+_HAZARDS = re.compile(r"RACECHECK SUMMARY:\s*(\d+)\s+hazard")
 
 
 def sanitize(kernel: Any, grid: Any, block: Any, args: Sequence[Any],
@@ -194,6 +195,9 @@ def sanitize(kernel: Any, grid: Any, block: Any, args: Sequence[Any],
             text = out.stdout + out.stderr
             m = _SUMMARY.search(text)
             errors = int(m.group(1)) if m else (-1 if out.returncode not in (0, 99) else 0)
+            hazards = _HAZARDS.search(text)
+            if hazards:
+                errors = max(errors, int(hazards.group(1)))
             lines = [ln for ln in text.splitlines() if ln.startswith("=========") and "SUMMARY" not in ln]
             excerpt = "\n".join(lines[:12]) if errors else (text.strip().splitlines() or [""])[-1]
             results.append(SanitizerResult(tool, errors, excerpt, ran=m is not None or out.returncode == 0))
