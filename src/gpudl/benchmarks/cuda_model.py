@@ -163,12 +163,15 @@ def occupancy_sweep() -> list[dict[str, Any]]:
         res = kernel_resources(kernel)
         for threads in SWEEP_THREADS:
             for shared in SWEEP_SHARED:
-                driver = driver_occupancy(kernel, threads, shared)
                 model = occupancy_of(spec, threads, res["registers"], res["shared_bytes"] + shared)
+                try:
+                    driver: Any = driver_occupancy(kernel, threads, shared)
+                    agree = driver == model.blocks_per_sm
+                except Exception as exc:  # noqa: BLE001 - a launch the driver refuses: the model must say 0
+                    driver, agree = f"refused ({type(exc).__name__})", model.blocks_per_sm == 0
                 rows.append({"part": "occupancy", "max_registers": cap, "registers": res["registers"],
                              "threads": threads, "dynamic shared": shared, "driver": driver,
-                             "gpudl": model.blocks_per_sm, "limiter": model.limiter,
-                             "agree": driver == model.blocks_per_sm})
+                             "gpudl": model.blocks_per_sm, "limiter": model.limiter, "agree": agree})
     return rows
 
 

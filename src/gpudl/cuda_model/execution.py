@@ -12,19 +12,21 @@ Public names: ``Launch`` (one checked launch: ``run()``, ``access()``, ``stop()`
 """
 from __future__ import annotations
 
+import ast
+import gc
 import inspect
 import linecache
 import os
 import re
 import sys
 import sysconfig
-import threading
+import textwrap
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .kernel_view import Array, _Abort, _dtype, _local, _t, _who, current
+from .kernel_view import Array, _Abort, _AtBarrier, _dtype, _local, _t, _who, current
 
 if TYPE_CHECKING:
     from .checker import CheckLimits, LaunchReport
@@ -50,13 +52,26 @@ def _is_student_code(filename: str) -> bool:
 
 
 class _Thread:
-    """One CUDA thread: its coordinates, its state between barriers, what it counted."""
+    """One CUDA thread: its coordinates, the barriers it has passed, what it read, what it counted.
+
+    A thread runs as a plain call of the kernel's function until it reaches a barrier, where
+    ``_AtBarrier`` unwinds it. To go on past barrier ``k`` it is called again and *replayed*:
+    its reads return what they returned the first time (``log``), its writes are skipped, and
+    at its ``k``-th barrier it comes back to life. A kernel is a function of its inputs and
+    indices, so the replay takes the same path; no OS thread ever waits for another."""
 
     def __init__(self, launch: "Launch", block: "_Block", tidx: tuple[int, int, int], lin: int):
         self.launch, self.block, self.tidx, self.lin = launch, block, tidx, lin
-        self.state = "new"               # new, running, barrier, done, aborted, error
+        self.state = "new"               # new, barrier, done, aborted, error
         self.site: tuple[str, int] | None = None
-        self.resume = threading.Semaphore(0)
+        self.target = 0                  # barriers to replay up to before running live
+        self.passed = 0
+        self.replaying = False
+        self.log: list[Any] = []         # every value a read or atomic returned, in order (replay only)
+        self.logging = launch.generator is None
+        self.gen: Any = None             # the running generator, when the kernel runs as one
+        self.vote_kind = ""
+        self.pos = 0
         self.steps = 0
         self.reads = 0
         self.writes = 0
@@ -64,51 +79,183 @@ class _Thread:
         self.error: BaseException | None = None
 
     def execute(self) -> None:
+        """Run until the next barrier or the end: the kernel's generator form resumed, or the
+        kernel replayed up to the ``target``-th barrier and run on from there."""
         _local.ctx = self
-        self.state = "running"
-        sys.settrace(self._trace_calls)
+        self.passed, self.pos = 0, 0
+        self.replaying = self.target > 0 and self.gen is None and self.logging
         try:
-            self.launch.fn(*self.launch.args)
-            self.state = "done"
+            if not self.logging:
+                self._resume()
+            else:
+                self.launch.fn(*self.launch.args)
+                self.state = "done"
+        except _AtBarrier:
+            self.state = "barrier"
         except _Abort:
             self.state = "aborted"
         except BaseException as exc:  # noqa: BLE001 - whatever the kernel raises is a finding
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "_CellTimeout":
+                raise
             self.error = exc
             self.state = "error"
         finally:
-            sys.settrace(None)
             _local.ctx = None
+        if self.replaying:                 # the function ended before the barrier it stopped at
+            self.state = "error"
+            self.error = RuntimeError("the thread took a different path when run again: does the kernel read "
+                                      "something other than its arguments, indices and shared memory?")
 
-    def _trace_calls(self, frame, event, arg):
-        if event == "call" and _is_student_code(frame.f_code.co_filename):
-            return self._trace_lines
-        return None
-
-    def _trace_lines(self, frame, event, arg):
-        if event == "line":
-            self.steps += 1
-            launch = self.launch
-            launch.steps += 1
-            if launch.stopped:
-                raise _Abort()
-            if self.steps > launch.limits.thread_steps:
-                launch.stop("steps", f"{_who(self)} ran {launch.limits.thread_steps:,} lines without finishing: "
-                                     "an endless loop (a `while` whose condition never changes, or a loop "
-                                     "that does not advance)?")
-            if launch.steps > launch.limits.launch_steps or time.monotonic() > launch.deadline:
-                launch.stop("steps", f"the launch ran {launch.steps:,} lines in {time.monotonic() - launch.t0:.0f} s "
-                                     f"and was stopped at {_who(self)}: an endless loop, or far more work per "
-                                     "thread than the exercise needs?")
-        return self._trace_lines
-
-    def barrier(self, site: tuple[str, int]) -> None:
-        self.site = site
+    def _resume(self) -> None:
+        """Advance the generator form to its next ``yield`` (a barrier) or its end."""
+        try:
+            if self.gen is None:
+                self.gen = self.launch.generator(*self.launch.args)
+                request = next(self.gen)
+            else:
+                votes = self.block.votes[-1]
+                reply = {"count": sum(votes), "and": int(all(votes)), "or": int(any(votes))}.get(self.vote_kind)
+                request = self.gen.send(reply)
+        except StopIteration:
+            self.state = "done"
+            return
+        kind, value, line = request
+        self.vote_kind = kind
+        self.vote = bool(value)
+        self.site = (self.launch.fn.__code__.co_filename, line)
         self.state = "barrier"
-        self.launch.scheduler.release()
-        self.resume.acquire()
-        if self.launch.stopped:
+
+    def replay(self) -> Any:
+        value = self.log[self.pos]
+        self.pos += 1
+        return value
+
+    def barrier(self, site: tuple[str, int]) -> int:
+        """At ``cuda.syncthreads()``: come back to life at the barrier a replay stopped at, or
+        stop here (live). Returns the barrier's number, for votes."""
+        self.passed += 1
+        if self.replaying:
+            if self.passed == self.target:
+                self.replaying = False
+            return self.passed - 1
+        self.site = site
+        raise _AtBarrier()
+
+    def trace_line(self) -> None:
+        if self.replaying:
+            return
+        self.steps += 1
+        launch = self.launch
+        launch.steps += 1
+        if launch.stopped:
             raise _Abort()
-        self.state = "running"
+        if self.steps > launch.limits.thread_steps:
+            launch.stop("steps", f"{_who(self)} ran {launch.limits.thread_steps:,} lines without finishing: "
+                                 "an endless loop (a `while` whose condition never changes, or a loop "
+                                 "that does not advance)?")
+        if launch.steps > launch.limits.launch_steps or time.monotonic() > launch.deadline:
+            launch.stop("steps", f"the launch ran {launch.steps:,} lines in {time.monotonic() - launch.t0:.0f} s "
+                                 f"and was stopped at {_who(self)}: an endless loop, or far more work per "
+                                 "thread than the exercise needs?")
+
+
+_BARRIERS = {"syncthreads": "sync", "syncthreads_count": "count", "syncthreads_and": "and", "syncthreads_or": "or"}
+
+
+def _barrier_call(node: ast.AST) -> tuple[str, ast.expr | None] | None:
+    """(kind, argument) when ``node`` is ``cuda.syncthreads*(...)`` (or ``numba.cuda.``...)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _BARRIERS):
+        return None
+    owner = node.func.value
+    if not (isinstance(owner, ast.Name) and owner.id == "cuda" or isinstance(owner, ast.Attribute)
+            and owner.attr == "cuda" and isinstance(owner.value, ast.Name) and owner.value.id == "numba"):
+        return None
+    kind = _BARRIERS[node.func.attr]
+    if (kind == "sync") != (not node.args) or len(node.args) > 1 or node.keywords:
+        return None
+    return kind, (node.args[0] if node.args else None)
+
+
+class _Yields(ast.NodeTransformer):
+    """Statement-level barriers become ``yield (kind, value, line)``."""
+
+    def __init__(self):
+        self.count = 0
+
+    def _yield(self, call: ast.Call) -> ast.expr | None:
+        found = _barrier_call(call)
+        if found is None:
+            return None
+        kind, arg = found
+        self.count += 1
+        payload = ast.Tuple([ast.Constant(kind), arg or ast.Constant(None), ast.Constant(call.lineno)], ast.Load())
+        return ast.Yield(payload)
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        new = self._yield(node.value) if isinstance(node.value, ast.Call) else None
+        return ast.copy_location(ast.Expr(new), node) if new is not None else self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        new = self._yield(node.value) if isinstance(node.value, ast.Call) else None
+        if new is None:
+            return self.generic_visit(node)
+        return ast.copy_location(ast.Assign(node.targets, new), node)
+
+
+def generator_form(fn: Callable) -> Callable | None:
+    """The kernel rewritten so that each ``cuda.syncthreads()`` is a ``yield``, which lets a
+    thread stop at a barrier and go on later without an OS thread of its own. None when the
+    source is not at hand, the kernel has no barrier, or a barrier is used in a form the
+    rewrite does not know (then threads are replayed instead)."""
+    if fn.__code__.co_freevars:
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
+        return None
+    fdef = tree.body[0]
+    fdef.decorator_list = []
+    yields = _Yields()
+    yields.visit(fdef)
+    leftover = [n for n in ast.walk(fdef) if isinstance(n, ast.Attribute) and n.attr in _BARRIERS]
+    if yields.count == 0 or leftover or any(_has_barrier(fn.__globals__.get(name)) for name in fn.__code__.co_names):
+        return None
+    ast.fix_missing_locations(tree)
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    namespace: dict[str, Any] = {}
+    try:
+        exec(compile(tree, fn.__code__.co_filename, "exec"), fn.__globals__, namespace)  # noqa: S102
+    except Exception:  # noqa: BLE001 - any trouble: replay instead
+        return None
+    return namespace.get(fdef.name)
+
+
+def _has_barrier(value: Any) -> bool:
+    """Whether a device function the kernel calls has a barrier of its own."""
+    py = getattr(value, "py_func", None)
+    if py is None:
+        return False
+    try:
+        return "syncthreads" in inspect.getsource(py)
+    except (OSError, TypeError):
+        return True
+
+
+def _trace_calls(frame, event, arg):
+    if event == "call" and _is_student_code(frame.f_code.co_filename):
+        return _trace_lines
+    return None
+
+
+def _trace_lines(frame, event, arg):
+    if event == "line":
+        ctx = getattr(_local, "ctx", None)
+        if ctx is not None:
+            ctx.trace_line()
+    return _trace_lines
 
 
 class _Block:
@@ -116,7 +263,7 @@ class _Block:
         self.launch, self.bidx, self.lin = launch, bidx, lin
         self.interval = 0
         self.shared: dict[tuple[str, int], Array] = {}
-        self.votes: list[bool] = []
+        self.votes: list[list[bool]] = []          # per barrier: every thread's vote
 
     def shared_array(self, site: tuple[str, int], shape: Any, dtype: Any) -> Array:
         arr = self.shared.get(site)
@@ -139,56 +286,18 @@ def _shared_name(site: tuple[str, int]) -> str:
     return m.group(1) if m else f"shared array (line {site[1]})"
 
 
-class _Pool:
-    """OS threads that run CUDA threads; a finished one takes the next."""
-
-    def __init__(self):
-        self.idle: list[_Worker] = []
-        self.workers: list[_Worker] = []
-
-    def start(self, job: _Thread) -> None:
-        worker = self.idle.pop() if self.idle else _Worker(self)
-        worker.job = job
-        worker.go.release()
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.job = None
-            w.go.release()
-
-
-class _Worker(threading.Thread):
-    def __init__(self, pool: _Pool):
-        super().__init__(daemon=True, name="gpudl-checker")
-        self.pool = pool
-        self.go = threading.Semaphore(0)
-        self.job: _Thread | None = None
-        pool.workers.append(self)
-        self.start()
-
-    def run(self) -> None:
-        while True:
-            self.go.acquire()
-            job = self.job
-            if job is None:
-                return
-            job.execute()
-            self.job = None
-            self.pool.idle.append(self)
-            job.launch.scheduler.release()
-
-
 class _Race:
     """Who touched one element in the current interval (per block) and across blocks."""
 
     __slots__ = ("interval", "w", "r", "a", "blocks")
 
-    def __init__(self):
+    def __init__(self, space: str):
         self.interval = -1
         self.w: list = []      # up to two distinct (block, thread) pairs per kind
         self.r: list = []
         self.a: list = []
-        self.blocks: dict[str, list] = {"w": [], "r": [], "a": []}   # global arrays: (block, thread) of other blocks
+        # global arrays: (block, thread) pairs of distinct blocks, per kind
+        self.blocks: dict[str, list] | None = {"w": [], "r": [], "a": []} if space == "global" else None
 
 
 def _note(lst: list, who: tuple, by_block: bool = False) -> None:
@@ -220,12 +329,12 @@ class Launch:
                  limits: CheckLimits, report: LaunchReport):
         self.fn, self.grid, self.block, self.dynshared = fn, grid, block, dynshared
         self.limits, self.report = limits, report
-        self.scheduler = threading.Semaphore(0)
         self.stopped = False
         self.steps = 0
         self.t0 = time.monotonic()
         self.deadline = self.t0 + limits.seconds
         self.races: dict[tuple[int, int], _Race] = {}
+        self.generator = generator_form(fn)
         self.names = _parameter_names(fn, len(args))
         self.args = tuple(self._wrap(a, name) for a, name in zip(args, self.names))
         self.current: _Thread | None = None
@@ -274,7 +383,7 @@ class Launch:
         key = (id(arr), _flat(idx, arr._a.shape))
         st = self.races.get(key)
         if st is None:
-            st = self.races[key] = _Race()
+            st = self.races[key] = _Race(arr._space)
         block = ctx.block
         who = (block.lin, ctx.lin)
         interval = (block.lin, block.interval)
@@ -319,16 +428,19 @@ class Launch:
         return (b % gx, (b // gx) % gy, b // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
 
     def run(self) -> None:
-        pool = _Pool()
         gx, gy, gz = self.grid
         bx, by, bz = self.block
         busiest_r = busiest_w = None
+        previous = sys.gettrace()
+        collecting = gc.isenabled()
+        gc.disable()                       # the access log allocates much and frees nothing till the end
+        sys.settrace(_trace_calls)
         try:
             for lin_b, bidx in enumerate((x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)):
                 block = _Block(self, bidx, lin_b)
                 threads = [_Thread(self, block, (x, y, z), x + bx * (y + by * z))
                            for z in range(bz) for y in range(by) for x in range(bx)]
-                self._run_block(pool, block, threads)
+                self._run_block(block, threads)
                 for th in threads:
                     if busiest_r is None or th.reads > busiest_r.reads:
                         busiest_r = th
@@ -338,7 +450,10 @@ class Launch:
                 if self.stopped:
                     break
         finally:
-            pool.close()
+            sys.settrace(previous)
+            if collecting:
+                gc.enable()
+            _local.ctx = None
             self.report.steps = self.steps
         if busiest_r is not None:
             self.report.max_reads_per_thread = busiest_r.reads
@@ -346,44 +461,26 @@ class Launch:
             self.report.max_writes_per_thread = busiest_w.writes
             self.report.busiest_writer = _who(busiest_w)
 
-    def _step(self, th: _Thread, pool: _Pool) -> None:
-        if th.state == "new":
-            pool.start(th)
-        else:
-            th.resume.release()
-        self.scheduler.acquire()
-        if th.state == "error":
-            exc = th.error
-            line = _error_line(exc)
-            self.report.add("error", f"{_who(th)} raised {type(exc).__name__}: {exc}{line}")
-            self.stopped = True
-
-    def _run_block(self, pool: _Pool, block: _Block, threads: list[_Thread]) -> None:
+    def _run_block(self, block: _Block, threads: list[_Thread]) -> None:
         running = threads
-        try:
-            while running and not self.stopped:
-                for th in running:
-                    self._step(th, pool)
-                    if self.stopped:
-                        break
+        while running and not self.stopped:
+            for th in running:
+                th.execute()
+                if th.state == "error":
+                    exc = th.error
+                    self.report.add("error", f"{_who(th)} raised {type(exc).__name__}: {exc}{_error_line(exc)}")
+                    self.stopped = True
                 if self.stopped:
-                    break
-                waiting = [t for t in threads if t.state == "barrier"]
-                if not waiting:
-                    break
-                self._judge_barrier(block, threads, waiting)
-                block.votes = [t.vote for t in waiting]
-                block.interval += 1
-                running = waiting
-        except BaseException:
-            self.stopped = True            # an interrupt (the cell's time limit): stop the threads too
-            raise
-        finally:
-            if self.stopped:
-                for th in threads:         # unwind threads parked at a barrier
-                    if th.state == "barrier":
-                        th.resume.release()
-                        self.scheduler.acquire(timeout=1.0)
+                    return
+            waiting = [t for t in threads if t.state == "barrier"]
+            if not waiting:
+                return
+            self._judge_barrier(block, threads, waiting)
+            block.votes.append([t.vote for t in waiting])
+            block.interval += 1
+            for t in waiting:
+                t.target += 1
+            running = waiting
 
     def _judge_barrier(self, block: _Block, threads: list[_Thread], waiting: list[_Thread]) -> None:
         done = [t for t in threads if t.state == "done"]

@@ -34,6 +34,10 @@ class _Abort(BaseException):
     kernel does not swallow it)."""
 
 
+class _AtBarrier(BaseException):
+    """Unwinds a thread that reached a barrier; it is replayed up to there to go on."""
+
+
 # --- the current thread -------------------------------------------------------------------
 
 _local = threading.local()
@@ -97,6 +101,13 @@ class Array:
 
     def _index(self, idx: Any, verb: str, prefix: tuple = ()) -> tuple[int, ...] | None:
         """The full integer index, checked; None for a partial index (a row of a 2-D array)."""
+        shape = self._a.shape
+        if type(idx) is int and len(shape) == 1:                  # the common cases, quickly
+            if 0 <= idx < shape[0]:
+                return (idx,)
+        elif type(idx) is tuple and len(idx) == len(shape) == 2 and type(idx[0]) is int and type(idx[1]) is int:
+            if 0 <= idx[0] < shape[0] and 0 <= idx[1] < shape[1]:
+                return idx
         parts = prefix + (idx if isinstance(idx, tuple) else (idx,))
         clean = []
         for p in parts:
@@ -131,14 +142,25 @@ class Array:
                    "or are row and column swapped?")
         ctx.launch.stop("out of bounds", msg)
 
+    # While a thread is replayed up to the barrier it resumes at (see ``execution``), its reads
+    # return what they returned the first time, and its writes, already done, are skipped.
+
     def __getitem__(self, idx: Any) -> Any:
+        ctx = current()
+        if ctx.replaying and not _is_partial(self, idx):
+            return ctx.replay()
         full = self._index(idx, "read")
         if full is None:
             return _Row(self, idx if isinstance(idx, tuple) else (idx,))
         self._launch.access(self, full, "r")
-        return self._a[full]
+        value = self._a[full]
+        if ctx.logging:
+            ctx.log.append(value)
+        return value
 
     def __setitem__(self, idx: Any, value: Any) -> None:
+        if current().replaying:
+            return
         full = self._index(idx, "wrote")
         if full is None:
             raise TypeError(f"{self._name}[{idx!r}] = ...: index every dimension, {self._name}[i, j] = ...")
@@ -146,13 +168,22 @@ class Array:
         self._a[full] = value
 
     def _atomic(self, idx: Any, op: Callable[[Any], Any]) -> Any:
+        ctx = current()
+        if ctx.replaying:
+            return ctx.replay()
         full = self._index(idx, "updated atomically")
         if full is None:
             raise TypeError(f"an atomic on {self._name} needs a full index")
         self._launch.access(self, full, "a")
         old = self._a[full]
         self._a[full] = op(old)
+        if ctx.logging:
+            ctx.log.append(old)
         return old
+
+
+def _is_partial(arr: "Array", idx: Any) -> bool:
+    return (len(idx) if isinstance(idx, tuple) else 1) < arr._a.ndim
 
 
 class _Row:
@@ -278,8 +309,8 @@ class FakeCuda:
         ctx = current()
         ctx.vote = bool(value)
         frame = sys._getframe(2)
-        ctx.barrier((frame.f_code.co_filename, frame.f_lineno))
-        return reduce(ctx.block.votes)
+        passed = ctx.barrier((frame.f_code.co_filename, frame.f_lineno))
+        return reduce(ctx.block.votes[passed])
 
     def syncthreads_count(self, value: Any) -> int:
         return self._vote(value, sum)

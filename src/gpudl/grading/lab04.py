@@ -316,8 +316,8 @@ def matmul(fn: Callable, hidden: bool = False) -> None:
     """``fn(A, B)`` -> A @ B from TILE x TILE shared-memory tiles."""
     __tracebackhide__ = True
     g = rng(f"{LAB}.matmul") if hidden else np.random.default_rng(7)
-    shapes = [(20, 37, 18)] if not hidden else [(int(g.integers(17, 32)), int(g.integers(17, 48)),
-                                                 int(g.integers(17, 32)))]
+    shapes = [(20, 27, 18)] if not hidden else [(int(g.integers(17, 30)), int(g.integers(17, 32)),
+                                                 int(g.integers(17, 30)))]
     for i, (m, k, n) in enumerate(shapes):
         A, B = _f32(g, m, k), _f32(g, k, n)
         what = f"matmul of ({m} x {k}) @ ({k} x {n})"
