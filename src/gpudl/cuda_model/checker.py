@@ -47,6 +47,7 @@ from .launch import dim3
 
 # Kinds of findings, most serious first: a report lists them in this order.
 KINDS = ("package kernel", "launch", "steps", "error", "out of bounds", "barrier", "race", "uninitialized")
+_NOT_ON_GPU = {"package kernel", "launch", "steps", "error", "out of bounds"}
 _PER_KIND = 3                  # findings kept per kind and launch (the rest are counted)
 
 
@@ -225,7 +226,9 @@ def checking(limits: CheckLimits | None = None, *, check: bool = True, allow_pac
     """Within the block, every launch of a numba-cuda kernel is checked (``run_kernel``) and
     recorded in the ``Report`` it yields. In the simulator the checked run *is* the launch;
     with a GPU the compiled kernel then runs for real on the original arguments (with
-    ``check=False`` only for real: large sizes). ``keep=True`` also keeps each compiled
+    ``check=False`` only for real: large sizes), unless the checked run stopped it (an index
+    out of bounds, an endless loop, an absurd grid): that launch would fault or hang the GPU,
+    so it is not made. ``keep=True`` also keeps each compiled
     kernel's launch with host copies of its arguments in ``report.kept`` (for compute-sanitizer)."""
     report = Report()
     limits = limits or CheckLimits()
@@ -255,7 +258,9 @@ def checking(limits: CheckLimits | None = None, *, check: bool = True, allow_pac
                 rep.add("package kernel", f"the launch runs {self.py_func.__module__}.{self.py_func.__name__}, the "
                                           "package's kernel: the exercise is to write your own")
         report.launches.append(rep)
-        if not any(f.kind == "package kernel" for f in rep.findings):
+        # A launch the checker stopped (out of bounds, an endless loop, an absurd grid, an error)
+        # would fault, hang or corrupt memory on the GPU: it is not run for real.
+        if not any(f.kind in _NOT_ON_GPU for f in rep.findings):
             return original_real(self, args, launch_config)
 
     sim = sys.modules.get("numba.cuda.simulator.kernel")
