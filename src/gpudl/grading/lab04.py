@@ -9,7 +9,8 @@ Kernel exercises run the student's host function in the student's process, throu
 ``@student_side`` adapter ``run_kernels``: it builds nothing itself (the arrays arrive as
 plain data), calls the student's function under ``gpudl.cuda_model.checker.checking()``,
 which runs every kernel launch thread by thread (on a GPU the compiled kernel then runs for
-real, and on the examples under compute-sanitizer where the machine has it), and returns the
+real, and on the first example under compute-sanitizer's memcheck and racecheck where the
+machine has the tool; ``GPUDL_SANITIZE=0`` skips them), and returns the
 result with the checker's report as plain data. The check then judges here: the checker's
 findings first (out-of-bounds, races, barriers, endless loops, absurd grids), then the grid
 against ``(n + M - 1) // M``, the global accesses per thread against the exercise's budget,
@@ -19,6 +20,7 @@ block and on grids of several blocks.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Callable
 
 import numpy as np
@@ -129,6 +131,11 @@ def _gpu() -> bool:
     return device() == "cuda"
 
 
+def _sanitize(hidden: bool, case: int) -> bool:
+    """compute-sanitizer on a GPU, for the first visible case (``GPUDL_SANITIZE=0`` turns it off)."""
+    return _gpu() and not hidden and case == 0 and os.environ.get("GPUDL_SANITIZE", "1") != "0"
+
+
 # --- 1. launch shape -----------------------------------------------------------------------------
 
 def _launch_shape_ref(n: int, m: int) -> tuple[int, int]:
@@ -223,7 +230,7 @@ def saxpy(fn: Callable, hidden: bool = False) -> None:
     for i, (a, x, y, m) in enumerate(_saxpy_cases(hidden)):
         n = len(x)
         what = f"saxpy(a={a:.3g}, n={n}, threads_per_block={m})"
-        data = _run(fn, (a, x, y, m), what, sanitize=_gpu() and not hidden and i == 0)
+        data = _run(fn, (a, x, y, m), what, sanitize=_sanitize(hidden, i))
         _grid_1d(data, n, what)
         _budget(data, what, reads=2, writes=1, why=": x[i] and y[i]")
         assert_close(_result(data, what), a * x.astype(np.float64) + y, dtype="fp32", k=2, name=f"result of {what}")
@@ -250,7 +257,7 @@ def add_bias(fn: Callable, hidden: bool = False) -> None:
     for i, (A, b) in enumerate(_bias_cases(hidden)):
         rows, cols = A.shape
         what = f"add_bias on a {rows} x {cols} matrix"
-        data = _run(fn, (A, b), what, sanitize=_gpu() and not hidden and i == 0)
+        data = _run(fn, (A, b), what, sanitize=_sanitize(hidden, i))
         launch = data["report"]["launches"][0]
         (gx, gy, _), (bx, by, _) = launch["grid"], launch["block"]
         if gx * bx < cols or gy * by < rows:
@@ -294,7 +301,7 @@ def stencil(fn: Callable, hidden: bool = False) -> None:
     for i, n in enumerate(sizes):
         x = _f32(g, n)
         what = f"stencil on n = {n}"
-        data = _run(fn, (x,), what, sanitize=_gpu() and not hidden and i == 0)
+        data = _run(fn, (x,), what, sanitize=_sanitize(hidden, i))
         _grid_1d(data, n, what)
         _budget(data, what, reads=3, writes=1,
                 why=(": a thread loads its own element and at most two of the halo into shared memory, then reads "
@@ -321,7 +328,7 @@ def matmul(fn: Callable, hidden: bool = False) -> None:
     for i, (m, k, n) in enumerate(shapes):
         A, B = _f32(g, m, k), _f32(g, k, n)
         what = f"matmul of ({m} x {k}) @ ({k} x {n})"
-        data = _run(fn, (A, B), what, sanitize=_gpu() and not hidden and i == 0)
+        data = _run(fn, (A, B), what, sanitize=_sanitize(hidden, i))
         tiles = -(-k // TILE)
         _budget(data, what, reads=2 * tiles, writes=1,
                 why=f": with {tiles} tiles along k a thread loads one element of A and one of B per tile "
@@ -344,7 +351,7 @@ def array_sum(fn: Callable, hidden: bool = False) -> None:
     for i, n in enumerate(sizes):
         x = _f32(g, n)
         what = f"array_sum on n = {n}"
-        data = _run(fn, (x,), what, sanitize=_gpu() and not hidden and i == 0)
+        data = _run(fn, (x,), what, sanitize=_sanitize(hidden, i))
         for launch in data["report"]["launches"]:
             blocks = math.prod(launch["grid"])
             atomics = sum(launch["atomics"].values())
