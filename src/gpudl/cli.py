@@ -126,6 +126,7 @@ def lab(args: argparse.Namespace) -> int:
     if device() == "cpu":
         # Kernels inherit this: Triton runs in its interpreter even if a notebook imports triton before gpudl.
         env.setdefault("TRITON_INTERPRET", "1")
+        env.setdefault("NUMBA_ENABLE_CUDASIM", "1")      # the same for numba-cuda's simulator (unit 04)
     return subprocess.call(cmd, cwd=root, env=env)
 
 

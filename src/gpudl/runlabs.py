@@ -240,6 +240,7 @@ def run_labs(device: str = "cuda", report: Path = Path("gpu-report"), only: list
     env = {"GPUDL_DEVICE": device, "MPLBACKEND": "Agg"}
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
     os.environ.update(env)
     info = device_info(device)
     echo(f"run-labs on {info['gpu']}" if "gpu" in info else
