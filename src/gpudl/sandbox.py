@@ -253,6 +253,7 @@ class Sandbox:
                     args += ["--symlink", os.readlink(d), d]
                 else:
                     args += ["--ro-bind", d, d]
+        args += ["--perms", "0755", "--dir", "/etc"]
         for f in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
                   "/etc/nsswitch.conf", "/etc/alternatives", "/etc/fonts", "/etc/passwd", "/etc/group",
                   "/etc/hosts"):
