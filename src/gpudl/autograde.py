@@ -280,6 +280,7 @@ def autograde_one(job: Job) -> dict[str, Any]:
     report: dict[str, Any] = {"status": "graded", "reason": "", "verdicts": {}, "checker_errors": []}
     logging.getLogger("traitlets").setLevel(logging.ERROR)
     log = io.StringIO()
+    marks = {"setup": time.monotonic() - start}
     try:
         with checker:
             config = _config(job, course)
@@ -293,12 +294,16 @@ def autograde_one(job: Job) -> dict[str, Any]:
     finally:
         if sandbox is not None:
             sandbox.kill()
+    marks["autograde"] = time.monotonic() - start
     if job.feedback and report["status"] == "graded":
         from . import feedback
         try:
             feedback.generate(course, job.lab, job.student, course_root=job.course_root)
         except Exception as exc:  # noqa: BLE001 - grades stand without a feedback page
             report["feedback_error"] = f"{type(exc).__name__}: {exc}"
+    marks["feedback"] = time.monotonic() - start
+    marks.update(_JOB.get("marks", {}))
+    report["marks"] = {k: round(v, 2) for k, v in marks.items()}
     report["verdicts"] = _JOB.get("verdicts", {})
     report["checker_errors"] = list(checker.errors)
     report["seconds"] = time.monotonic() - start

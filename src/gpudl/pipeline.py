@@ -113,11 +113,65 @@ def generate(lab: str, root: str | Path | None, course: Path, *, cell_timeout: i
     _write_config(course, cell_timeout=cell_timeout)
     shutil.copytree(src, course / "source" / lab, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    res = _nbgrader(["generate_assignment", lab, "--force"], course)
+    log = _generate_in_process(lab, course, cell_timeout)
     released = course / "release" / lab / f"{lab}.ipynb"
-    if res.returncode != 0 or not released.is_file():
-        raise RuntimeError(f"nbgrader generate_assignment {lab} failed:\n{res.stdout[-4000:]}")
+    if log is not None or not released.is_file():
+        raise RuntimeError(f"nbgrader generate_assignment {lab} failed:\n{(log or '')[-4000:]}")
     return released
+
+
+def _alembic_in_process() -> None:
+    """nbgrader asks the ``alembic`` command for its schema's version, in a process of its own,
+    each time it creates a gradebook (5 s on a 2-core machine); ask alembic here, once."""
+    import nbgrader.api as api
+
+    if getattr(api.get_alembic_version, "__gpudl__", False):
+        return
+    original = api.get_alembic_version
+    head: list[str] = []
+
+    def get_alembic_version() -> str:
+        if not head:
+            try:
+                from alembic.config import Config as AlembicConfig
+                from alembic.script import ScriptDirectory
+                with api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+                    head.append(ScriptDirectory.from_config(AlembicConfig(ini)).get_current_head())
+            except Exception:  # noqa: BLE001 - nbgrader's own way still works
+                head.append(original())
+        return head[0]
+
+    get_alembic_version.__gpudl__ = True
+    api.get_alembic_version = get_alembic_version
+
+
+def _generate_in_process(lab: str, course: Path, cell_timeout: int | None) -> str | None:
+    """``nbgrader generate_assignment LAB --force`` in this process (nbgrader costs seconds to
+    import; a process of its own would pay them again). Returns None, or nbgrader's log on failure."""
+    import logging
+    from traitlets.config import Config
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.coursedir import CourseDirectory
+
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")     # nbgrader runs `alembic`
+    _alembic_in_process()
+    c = Config()
+    configure_nbgrader(c, cell_timeout=cell_timeout)
+    c.CourseDirectory.root = str(course)
+    c.CourseDirectory.assignment_id = lab
+    c.GenerateAssignment.force = True
+    buf = io.StringIO()
+    converter = GenerateAssignment(coursedir=CourseDirectory(config=c), config=c)
+    converter.log.handlers[:] = [logging.StreamHandler(buf)]
+    converter.log.propagate = False
+    converter.log.setLevel(logging.WARNING)
+    try:
+        converter.start()
+    except Exception as exc:  # noqa: BLE001 - the caller raises with the log
+        return buf.getvalue() + f"\n{type(exc).__name__}: {exc}"
+    return None
 
 
 def release(lab: str | None = None, root: str | Path | None = None) -> list[Path]:
@@ -151,6 +205,7 @@ class StudentResult:
     gradebook: Path | None = None    # the scratch gradebook to merge into the main one
     feedback: Path | None = None     # the sanitized feedback page, in the scratch course
     name: str = ""
+    marks: dict[str, float] = field(default_factory=dict)   # where the seconds went (the child's clock)
 
     def line(self) -> str:
         if not self.graded:
@@ -209,10 +264,20 @@ def _context() -> Any:
     global _CONTEXT
     if _CONTEXT is None:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["gpudl.autograde", "gpudl.feedback", "gpudl.grading.checker", "numpy",
-                                    "torch", "matplotlib.pyplot"])
+        ctx.set_forkserver_preload(["gpudl.autograde_server"])
         _CONTEXT = ctx
     return _CONTEXT
+
+
+def _start_server() -> None:
+    """Start the server students' processes fork from (it imports nbgrader, torch, gpudl)."""
+    from multiprocessing import forkserver
+
+    _context()
+    try:
+        forkserver.ensure_running()
+    except Exception:  # noqa: BLE001 - the first student starts it instead
+        pass
 
 
 def _grade_in_child(job: Any, env: dict[str, str], timeout: float) -> dict[str, Any]:
@@ -281,6 +346,7 @@ def autograde_student(lab: str, student: str, notebook: Path, base_gradebook: Pa
     report = _grade_in_child(job, env, student_timeout)
     course = work / "course"
     result = StudentResult(student, graded=False, seconds=time.monotonic() - start)
+    result.marks = report.get("marks", {})
     db = course / "gradebook.db"
     if report.get("status") != "graded":
         result.reason = report.get("reason") or "grading failed"
@@ -394,6 +460,8 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
     jobs = jobs or (gpus if gpus else (os.cpu_count() or 1))
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="gpudl-grade-"))
+    warm = threading.Thread(target=_start_server, daemon=True)   # imports while the assignment is made
+    warm.start()
     try:
         released_path = generate(lab, root, out, cell_timeout=cell_timeout)
         released_nb = nbformat.read(str(released_path), as_version=4)
