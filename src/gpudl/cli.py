@@ -71,6 +71,13 @@ def doctor(_args: argparse.Namespace) -> int:
     elif dev == "cpu":
         print(f"cpu         {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
         print("triton      interpreter on the CPU (TRITON_INTERPRET=1)")
+    from .sandbox import available
+    ok, why = available()
+    if ok:
+        print("sandbox     bubblewrap works here: `gpudl grade` runs each student's kernel in a sandbox")
+    else:
+        print(f"sandbox     NOT AVAILABLE: {why}\n            (`gpudl grade` refuses to run student code here unless told "
+              "--unsafe-no-sandbox; labs and lectures work without it)")
     try:
         from .pipeline import repo_root, lab_names
         root = repo_root()
