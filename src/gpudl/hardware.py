@@ -555,5 +555,8 @@ def configure_numba(dev: str) -> None:
     arrays are what the labs use on purpose, so numba's warnings about them stay off."""
     if dev == "cpu":
         os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+    import numpy as np
+    if not hasattr(np, "row_stack"):        # numba-cuda <= 0.30 registers it; NumPy 2.5 removed it
+        np.row_stack = np.vstack
     os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
     os.environ.setdefault("NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "0")
