@@ -224,7 +224,6 @@ class Sandbox:
             "XDG_CACHE_HOME": f"{HOME}/.cache", "TRITON_CACHE_DIR": f"{HOME}/.triton",
             "NUMBA_CACHE_DIR": f"{HOME}/.numba", "JUPYTER_RUNTIME_DIR": f"{HOME}/.jupyter",
             "LANG": "C.UTF-8", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-            "MPLBACKEND": "Agg",
         }
         if os.environ.get("PYTHONPATH"):
             env["PYTHONPATH"] = ":".join(p for p in os.environ["PYTHONPATH"].split(":")
