@@ -235,6 +235,11 @@ CASES = [
     # --- feedback that attacks its reader -----------------------------------------------------------------
     Case("xss", "feedback", "script and event handlers in markdown and outputs",
          lambda ctx, f: write(_xss(), f), "no script, no handler, no javascript: link in feedback"),
+    Case("hidden_only", "feedback", "passes the visible cases by lookup and fails the hidden ones",
+         lambda ctx, f: write(notebooks.replace_source(student_copy(), "utilization",
+                              "def utilization(achieved, peak):\n"
+                              "    return {(200e9, 1e12): 0.2, (90e12, 125e12): 0.72}.get((achieved, peak), 0.5)\n"), f),
+         "30/32; its feedback names the failure, shows no hidden test and no path of the machine"),
     # --- honest work -------------------------------------------------------------------------------------
     Case("stderr_thread", "honest", "a correct solution that writes to stderr from a thread and a descriptor",
          lambda ctx, f: write(notebooks.replace_source(student_copy(), "batch_latency",
@@ -478,6 +483,17 @@ def test_feedback_cannot_attack_its_reader(bank):
         text = page.read_text()
         assert "BEGIN HIDDEN TESTS" not in text and "hidden=True" not in text, page
         assert str(ROOT) not in text and str(bank["out"]) not in text, page
+
+
+def test_a_failed_hidden_test_is_explained_without_its_source(bank):
+    row = _row(bank, "hidden_only")
+    assert row["test_utilization"] == 0 and row["score"] == FULL - 2, row
+    assert "utilization" in row["notes"] and not row["notes"].rstrip().endswith(":"), "notes keep the reason"
+    page = (bank["out"] / "feedback" / "hidden_only" / LAB / f"{LAB}.html").read_text()
+    assert "BEGIN HIDDEN TESTS" not in page and "hidden=True" not in page
+    assert "expected" in page, "the teaching message of the failed hidden case is in the feedback"
+    for path in (str(ROOT), str(bank["out"]), sys.prefix, str(Path.home()), "/tmp/gpudl-grade-"):
+        assert path not in page, f"the feedback shows {path}"
 
 
 def test_honest_work_never_loses_points_to_the_machinery(bank):
