@@ -5,7 +5,8 @@ deferred import that closes a cycle (``cli -> runlabs -> cli`` once did) is stil
 only one that fails later. A module may use its own package's names (``from . import x``
 where ``x`` is defined in the package's ``__init__``): the package is always imported before
 its modules, so that edge is not counted. ``gpudl.__main__`` (``python -m gpudl``) is the
-CLI's entry point and the one module that may import it.
+CLI's entry point and the one module that may import it. Imports under ``if TYPE_CHECKING:``
+are for annotations and never run: they are not edges.
 """
 from __future__ import annotations
 
@@ -42,7 +43,13 @@ def _imports(name: str) -> set[str]:
     path, is_pkg = MODULES[name]
     here = name if is_pkg else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+                   for stmt in block.body for n in ast.walk(stmt)}    # annotations only: never run
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -109,7 +110,7 @@ class SandboxKernelManager(AsyncKernelManager):
         kw.pop("cwd", None)
         kw["cwd"] = str(Path(self.connection_file).parent)
         # What the kernel process itself prints (not its cells' output) goes to a log.
-        log = open(Path(self.connection_file).parent.parent / "kernel.log", "ab")  # noqa: SIM115 - closed with the process
+        log = open(Path(_JOB["workdir"]) / "kernel.log", "ab")  # noqa: SIM115 - closed with the process
         kw["stdout"] = kw["stderr"] = log
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         if self.gpudl_sandbox is not None:
@@ -257,10 +258,10 @@ def autograde_one(job: Job) -> dict[str, Any]:
     sub = course / "submitted" / job.student / job.lab
     sub.mkdir(parents=True)
     shutil.copy(job.notebook, sub / f"{job.lab}.ipynb")
-    kernel_dir = work / "kernel"
-    if kernel_dir.exists():
-        shutil.rmtree(kernel_dir)
-    sock = work / "checker.sock"
+    # Unix sockets (the checker's and the kernel's) must have short paths (108 bytes at most).
+    sockets = Path(tempfile.mkdtemp(prefix="gpudl-"))
+    kernel_dir = sockets / "k"
+    sock = sockets / "checker.sock"
     checker = CheckerServer(sock, job.seed, call_timeout=job.cell_timeout + 30, device=job.device)
     sandbox = None
     if job.sandbox:
@@ -273,7 +274,7 @@ def autograde_one(job: Job) -> dict[str, Any]:
     for name in _SECRET_NAMES:
         os.environ.pop(name, None)
     _JOB.clear()
-    _JOB.update(kernel_dir=str(kernel_dir), sandbox=sandbox, checker=checker,
+    _JOB.update(kernel_dir=str(kernel_dir), workdir=str(work), sandbox=sandbox, checker=checker,
                 kernel_env={"GPUDL_CHECKER": str(sock), "GPUDL_DEVICE": job.device},
                 expected={k: {(n, bool(h)) for n, h in v} for k, v in job.expected.items()},
                 outputs=OutputLimits(**job.outputs))
@@ -294,6 +295,7 @@ def autograde_one(job: Job) -> dict[str, Any]:
     finally:
         if sandbox is not None:
             sandbox.kill()
+        shutil.rmtree(sockets, ignore_errors=True)
     marks["autograde"] = time.monotonic() - start
     if job.feedback and report["status"] == "graded":
         from . import feedback
