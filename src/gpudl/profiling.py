@@ -236,6 +236,7 @@ NO_WORK = frozenset({
     "aten::numpy_T", "aten::contiguous", "aten::fill_", "aten::zero_", "aten::zeros", "aten::ones",
     "aten::zeros_like", "aten::ones_like", "aten::flatten", "aten::view_as", "aten::unbind", "aten::split",
     "aten::chunk", "aten::narrow", "aten::result_type", "aten::_has_compatible_shallow_copy_type",
+    "aten::resolve_conj", "aten::resolve_neg",
 })
 
 
