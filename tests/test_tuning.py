@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from gpudl import bench, gemm, tuning as T
+from gpudl import gemm, timing, tuning as T
 
 CUDA = torch.cuda.is_available()
 
@@ -20,7 +20,7 @@ class FakeTimer:
     def __call__(self, fn, warmup, **_):
         name = fn()
         self.calls.append((name, warmup))
-        return bench.Measurement((self.medians[name],) * 3, warmup=warmup)
+        return timing.Measurement((self.medians[name],) * 3, warmup=warmup)
 
 
 def test_tuner_keeps_the_fastest_and_caches_per_key():

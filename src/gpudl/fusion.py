@@ -253,13 +253,13 @@ class FusionResult:
 
 def measure_fusion(rows: int, cols: int, dtype: Any = "fp16", device: str | None = None, *,
                    compile: bool = True, budget_s: float = 1.0) -> FusionResult:
-    """Time the chain eager, fused (Triton) and compiled on ``device`` with ``gpudl.bench.measure``
+    """Time the chain eager, fused (Triton) and compiled on ``device`` with ``gpudl.timing.measure``
     (CUDA events, L2 flushed, on a GPU), after checking all three agree. The prediction is the
     ratio of roofline times on the device's spec (bytes alone on a CPU). In Triton's interpreter
     the fused kernel's time is Python's, not a kernel's: ``note`` says so."""
     import torch
 
-    from . import bench, hardware
+    from . import hardware, timing
     from .grading import assert_close
 
     dev = device or hardware.device()
@@ -271,8 +271,8 @@ def measure_fusion(rows: int, cols: int, dtype: Any = "fp16", device: str | None
     eager = bias_gelu_residual(x, bias, residual)
     assert_close(bias_gelu_residual_triton(x, bias, residual), eager, dtype=dt, k=4, name="fused kernel")
     kw = {"budget_s": budget_s}
-    unfused_m = bench.measure(lambda: bias_gelu_residual(x, bias, residual), dev, what="eager", **kw)
-    fused_m = bench.measure(lambda: bias_gelu_residual_triton(x, bias, residual), dev, what="fused", **kw)
+    unfused_m = timing.measure(lambda: bias_gelu_residual(x, bias, residual), dev, what="eager", **kw)
+    fused_m = timing.measure(lambda: bias_gelu_residual_triton(x, bias, residual), dev, what="fused", **kw)
     notes = ["the fused time is Triton's interpreter, not a kernel"] if _interpreted() else []
     compiled_s = None
     if compile:
@@ -280,7 +280,7 @@ def measure_fusion(rows: int, cols: int, dtype: Any = "fp16", device: str | None
         if ok:
             fn = compiled_chain(dev)
             assert_close(fn(x, bias, residual), eager, dtype=dt, k=4, name="compiled chain")
-            compiled_s = bench.measure(lambda: fn(x, bias, residual), dev, what="compiled", **kw).median
+            compiled_s = timing.measure(lambda: fn(x, bias, residual), dev, what="compiled", **kw).median
         else:
             notes.append(f"torch.compile skipped: {why}")
     spec = hardware.detect() if str(dev).startswith("cuda") else None

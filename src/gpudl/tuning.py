@@ -20,7 +20,7 @@ frame at 30 FPS) the best batch is the largest one whose *latency* fits.
 
 Public names, in reading order:
 
-``TuneResult``, ``Tuner``       time candidates with warm-up (``gpudl.bench.measure``), keep the
+``TuneResult``, ``Tuner``       time candidates with warm-up (``gpudl.timing.measure``), keep the
                                 fastest per key, reuse the cached winner
 ``gemm_candidates``, ``tune_gemm``   Unit 03's Triton GEMM tile shapes as candidates, tuned
                                 per (M, N, K, dtype)
@@ -54,7 +54,7 @@ class TuneResult:
 class Tuner:
     """Choose among candidates by timing them on this device, once per key.
 
-    ``timer(fn) -> Measurement`` defaults to ``gpudl.bench.measure`` (warm-up, then CUDA events
+    ``timer(fn) -> Measurement`` defaults to ``gpudl.timing.measure`` (warm-up, then CUDA events
     on a GPU or ``perf_counter`` on a CPU), called with ``warmup`` and ``budget_s``.
     ``check(name, fn)`` may reject a candidate before it is timed (a wrong result, an
     unsupported shape) by raising; the reason is kept in ``TuneResult.rejected``."""
@@ -71,9 +71,9 @@ class Tuner:
     def _measure(self, fn: Callable[[], Any]) -> float:
         if self.timer is not None:
             return self.timer(fn, warmup=self.warmup, budget_s=self.budget_s, min_runs=self.min_runs).median
-        from . import bench
+        from . import timing
 
-        return bench.measure(fn, self.device, warmup=self.warmup, budget_s=self.budget_s,
+        return timing.measure(fn, self.device, warmup=self.warmup, budget_s=self.budget_s,
                              min_runs=self.min_runs).median
 
     def tune(self, key: Hashable, candidates: Mapping[str, Callable[[], Any]],
@@ -163,11 +163,11 @@ class BatchPoint:
 
 def batch_sweep(model: Callable[[Any], Any], make_input: Callable[[int], Any], batches: Sequence[int], *,
                 device: str | None = None, budget_s: float = 0.3, progress: bool = True) -> list[BatchPoint]:
-    """Time ``model(make_input(b))`` for each batch size ``b`` with ``gpudl.bench.measure`` (inputs
+    """Time ``model(make_input(b))`` for each batch size ``b`` with ``gpudl.timing.measure`` (inputs
     made before timing; inference under ``torch.no_grad``)."""
     import torch
 
-    from . import bench, hardware
+    from . import hardware, timing
 
     from tqdm.auto import tqdm
 
@@ -179,7 +179,7 @@ def batch_sweep(model: Callable[[Any], Any], make_input: Callable[[int], Any], b
                                not sys.stderr.isatty(), leave=False) as bar:
         for b in batches:
             x = make_input(int(b))
-            m = bench.measure(lambda: model(x), dev, budget_s=budget_s, what=f"batch {b}")
+            m = timing.measure(lambda: model(x), dev, budget_s=budget_s, what=f"batch {b}")
             points.append(BatchPoint(int(b), m.median))
             bar.update()
     return points

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..bench import Table
+from ..table import Table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +77,7 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
     import numpy as np
     import torch
 
-    from .. import bench, quantization as q
+    from .. import quantization as q, timing
 
     n = args.gemm or (8192 if cuda else 256)
     device = "cuda" if cuda else "cpu"
@@ -92,15 +92,15 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
     budget = {"budget_s": 0.3 if args.quick else 1.0}
     if cuda:
         a, b = a8.to(device), b8.to(device)
-        int8 = bench.measure(lambda: q.int8_matmul(a, b), device, what="int8", **budget)
+        int8 = timing.measure(lambda: q.int8_matmul(a, b), device, what="int8", **budget)
         ah, bh = a.half(), b.half()
-        fp16 = bench.measure(lambda: ah @ bh, device, what="fp16", **budget)
+        fp16 = timing.measure(lambda: ah @ bh, device, what="fp16", **budget)
         names = ("torch._int_mm INT8 -> INT32", "torch.matmul FP16")
     else:
         an, bn = a8.numpy(), b8.numpy()
-        int8 = bench.measure(lambda: q.int8_matmul(an, bn), device, what="int8", **budget)
+        int8 = timing.measure(lambda: q.int8_matmul(an, bn), device, what="int8", **budget)
         af, bf = an.astype(np.float32), bn.astype(np.float32)
-        fp16 = bench.measure(lambda: af @ bf, device, what="fp32", **budget)
+        fp16 = timing.measure(lambda: af @ bf, device, what="fp32", **budget)
         names = ("NumPy int8 -> int32", "NumPy float32 (BLAS)")
     flops = 2 * n ** 3
     for name, m in zip(names, (int8, fp16)):
