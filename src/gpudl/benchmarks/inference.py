@@ -134,24 +134,22 @@ def _batching_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[A
 
 
 def _figures(res: Any, points: list[Any], cuda: bool) -> dict[str, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure          # no pyplot: no backend, no global state
 
     from .. import fusion, hardware, roofline, tuning
 
     figs = {}
     spec = hardware.detect() if cuda else None
     if spec is not None:
-        ax = roofline.roofline_plot(spec, res.dtype, fusion.chain_ops(res.rows, res.cols, res.dtype) +
-                                    [fusion.fused_op(res.rows, res.cols, res.dtype)], tensor_cores=False,
-                                    intensity_range=(0.05, 100))
-        fused = fusion.fused_op(res.rows, res.cols, res.dtype)
+        fig = Figure(figsize=(7, 4.5))
+        ops, fused = fusion.chain_ops(res.rows, res.cols, res.dtype), fusion.fused_op(res.rows, res.cols, res.dtype)
+        ax = roofline.roofline_plot(spec, res.dtype, ops + [fused], tensor_cores=False, intensity_range=(0.05, 100),
+                                    ax=fig.add_subplot())
         ax.plot([fused.intensity], [fused.flops / res.fused_s], "k*", ms=10, label="fused, measured")
         ax.legend(loc="lower right", fontsize=8)
-        figs["inference_roofline"] = ax.figure
-    fig, ax1 = plt.subplots(figsize=(6.5, 4))
+        figs["inference_roofline"] = fig
+    fig = Figure(figsize=(6.5, 4))
+    ax1 = fig.add_subplot()
     b = [p.batch for p in points]
     ax1.loglog(b, [p.latency_s * 1e3 for p in points], "o-", label="latency (ms)")
     ax1.axhline(tuning.LATENCY_BUDGET_30FPS * 1e3, color="red", ls="--", lw=1, label="33 ms budget")
