@@ -71,6 +71,11 @@ def doctor(_args: argparse.Namespace) -> int:
     elif dev == "cpu":
         print(f"cpu         {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
         print("triton      interpreter on the CPU (TRITON_INTERPRET=1)")
+        # torch.compile (Unit 09's fusion) generates C++ on a CPU: it needs a compiler.
+        cxx = next((shutil.which(c) for c in (os.environ.get("CXX", ""), "g++", "c++", "clang++") if c and shutil.which(c)),
+                   None)
+        print(f"c++         {cxx or 'MISSING'} (torch.compile on the CPU"
+              f"{'' if cxx else ' is skipped; install g++ or clang++ to run it'})")
     from .sandbox import available
     ok, why = available()
     if ok:

@@ -1,0 +1,3 @@
+# mutant: counts ReLU and add, which need epilogue fusion, not folding or a layout
+# cell: lecture_answer
+LECTURE_ANSWER = "ACDE"
