@@ -1,0 +1,193 @@
+"""The JupyterLab servers gpudl starts: the students' lab, and the instructors' formgrader.
+
+``gpudl lab`` serves the course root (the repository or a student hand-out: the folder holding
+``labs/`` and ``course/``), so that a lab's link to its lecture, ``../../course/NN_topic.ipynb``,
+opens with a click. Students get nbgrader's Validate button and none of its instructor panels:
+formgrader, the Create Assignment sidebar (which lets anyone change a cell's grading metadata),
+and the course and assignment lists (which need an exchange this course does not use).
+``gpudl formgrader OUT`` serves nbgrader's formgrader on a grading output of ``gpudl grade``.
+
+Public names, in reading order:
+
+``course_root``        the folder ``gpudl lab`` serves
+``STUDENT_LAB_OFF``    the lab extensions (front-end plugins) students do not get
+``STUDENT_SERVER``     which of nbgrader's server extensions students get
+``write_config``       a Jupyter config folder with those settings (put first on JUPYTER_CONFIG_PATH)
+``ContentsManager``    hands notebooks out with the running kernel's ``language_info``, so opening one
+                       does not mark it modified
+``lab_command``        the ``jupyter lab`` command line and environment for students
+``name_students``      first and last names for students the gradebook knows only by id
+``formgrader_command`` ``jupyter lab`` on a grading output, opening the formgrader
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+# nbgrader 0.9.6 ships these plugins in its lab extension (@jupyter/nbgrader). "menu" is the
+# Nbgrader menu, whose entries open the other three panels.
+STUDENT_LAB_OFF = (
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:course-list",
+    "@jupyter/nbgrader:assignment-list",
+    "@jupyter/nbgrader:menu",
+    "@jupyterlab/apputils-extension:announcements",    # "get notified about Jupyter news?" on first start
+)
+STUDENT_SERVER = {
+    "nbgrader.server_extensions.validate_assignment": True,
+    "nbgrader.server_extensions.formgrader": False,       # would open a gradebook.db where it runs
+    "nbgrader.server_extensions.course_list": False,
+    "nbgrader.server_extensions.assignment_list": False,
+}
+# Validate runs the whole notebook with nbgrader's executor: give a cell the time `gpudl grade`
+# gives it (a Triton kernel in the CPU interpreter takes tens of seconds).
+VALIDATE_CELL_TIMEOUT = 180
+
+
+def course_root(start: str | Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` (default: the current one) that holds ``labs/``;
+    else the folder around this package's source (a hand-out installed with ``pip install -e``)."""
+    here = Path(start or os.getcwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "labs").is_dir() and any((d / "labs").glob("*/*.ipynb")):
+            return d
+    around = Path(__file__).resolve().parents[2]
+    if (around / "labs").is_dir():
+        return around
+    raise FileNotFoundError(f"no labs/ folder at or above {here}: run gpudl lab in the course repository "
+                            "or in the hand-out your instructor gave you")
+
+
+def write_config(dest: Path) -> Path:
+    """Write gpudl's Jupyter configuration for students into ``dest`` and return it.
+
+    JupyterLab reads ``labconfig/page_config.json`` (disabled plugins) and ``jupyter_server_config.json``
+    (server extensions) from every folder on JUPYTER_CONFIG_PATH, the first with the highest priority;
+    nbgrader's Validate reads ``nbgrader_config.json`` from the same folders.
+    """
+    (dest / "labconfig").mkdir(parents=True, exist_ok=True)
+    files = {
+        dest / "labconfig" / "page_config.json": {"disabledExtensions": {name: True for name in STUDENT_LAB_OFF}},
+        dest / "jupyter_server_config.json": {"ServerApp": {"jpserver_extensions": STUDENT_SERVER}},
+        dest / "nbgrader_config.json": {"Execute": {"timeout": VALIDATE_CELL_TIMEOUT, "startup_timeout": 120,
+                                                    "interrupt_on_timeout": True}},
+    }
+    for path, data in files.items():
+        path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return dest
+
+
+def kernel_language_info() -> dict:
+    """What the python3 kernel of this environment reports as its language (ipykernel's dict)."""
+    from ipykernel.ipkernel import IPythonKernel
+    return json.loads(json.dumps(IPythonKernel.language_info))
+
+
+def _contents_manager_base():
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+    return AsyncLargeFileManager
+
+
+class ContentsManager(_contents_manager_base()):
+    """jupyter_server's file contents manager, with one change for notebooks it hands out.
+
+    JupyterLab replaces a notebook's ``metadata.language_info`` with the kernel's as soon as the
+    kernel starts, and any difference marks the notebook modified. The course's notebooks store
+    only ``{"name": "python"}`` (the kernel's full answer names the Python version, which differs
+    from machine to machine and would make every release depend on who made it). Handing the
+    notebook out with this environment's answer makes that replacement a no-op: a notebook opens
+    unmodified, and saving writes what JupyterLab would have written anyway.
+    """
+
+    async def get(self, path, content=True, type=None, format=None, **kwargs):  # noqa: A002 - jupyter's names
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
+        if content and model.get("type") == "notebook" and model.get("content") is not None:
+            meta = model["content"].setdefault("metadata", {})
+            spec = meta.get("kernelspec") or {}
+            if spec.get("language", "python") == "python" and (meta.get("language_info") or {}).get("name",
+                                                                                                    "python") == "python":
+                meta["language_info"] = kernel_language_info()
+        return model
+
+
+def _env(config: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    # alembic and jupyter next to this interpreter, whatever PATH says (nbgrader needs alembic).
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    if config is not None:
+        env["JUPYTER_CONFIG_PATH"] = str(config) + (os.pathsep + env["JUPYTER_CONFIG_PATH"]
+                                                    if env.get("JUPYTER_CONFIG_PATH") else "")
+    return env
+
+
+def _server_args(port: int | None, no_browser: bool, token: str | None) -> list[str]:
+    args = []
+    if port:
+        args.append(f"--port={port}")
+    if no_browser:
+        args.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--allow-root")      # containers and CI runners often run as root
+    if token is not None:
+        args.append(f"--IdentityProvider.token={token}")
+    return args
+
+
+def lab_command(root: Path, config: Path, *, port: int | None = None, no_browser: bool = False,
+                token: str | None = None, extra: list[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """``jupyter lab`` on ``root`` for students, with the config folder ``config`` (see write_config)."""
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
+           "--ServerApp.default_url=/lab/tree/labs",
+           f"--ServerApp.contents_manager_class={__name__}.ContentsManager",
+           *_server_args(port, no_browser, token), *extra]
+    env = _env(config)
+    from .hardware import device
+    if device() == "cpu":
+        # Kernels inherit this: Triton runs in its interpreter even if a notebook imports triton before gpudl.
+        env.setdefault("TRITON_INTERPRET", "1")
+    return cmd, env
+
+
+def split_name(student: str) -> tuple[str, str]:
+    """(first, last) from a student id: ``ada-lovelace`` -> (``ada``, ``lovelace``); ``alice`` -> ("", ``alice``)."""
+    parts = [p for p in student.replace("_", "-").replace(".", "-").split("-") if p]
+    if len(parts) < 2:
+        return "", student
+    return " ".join(parts[:-1]), parts[-1]
+
+
+def name_students(gradebook: Path) -> list[str]:
+    """Give every student of ``gradebook`` with neither a first nor a last name one made from the id
+    (the formgrader shows "None, None" otherwise); returns the ids it named. Names set by hand, in
+    the formgrader's Manage Students page or by the grader, are kept."""
+    from nbgrader.api import Gradebook
+
+    from .pipeline import COURSE_ID
+
+    named = []
+    with Gradebook(f"sqlite:///{Path(gradebook).resolve()}", course_id=COURSE_ID) as gb:
+        for student in gb.students:
+            if student.first_name is None and student.last_name is None:
+                first, last = split_name(student.id)
+                gb.update_or_create_student(student.id, first_name=first, last_name=last)
+                named.append(student.id)
+    return named
+
+
+def formgrader_command(out: Path, *, port: int | None = None, no_browser: bool = False,
+                       token: str | None = None, extra: list[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """``jupyter lab`` in a grading output ``OUT`` of ``gpudl grade``, opening nbgrader's formgrader.
+
+    OUT holds the gradebook, the autograded notebooks and an nbgrader_config.py naming OUT as the
+    course root; the formgrader reads that config from the folder the server starts in.
+    """
+    out = Path(out).resolve()
+    if not (out / "gradebook.db").is_file() or not (out / "nbgrader_config.py").is_file():
+        raise FileNotFoundError(f"{out} is not a grading output (no gradebook.db and nbgrader_config.py there): "
+                                "run gpudl grade LAB SUBMISSIONS --out OUT first")
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={out}", "--ServerApp.default_url=/formgrader",
+           *_server_args(port, no_browser, token), *extra]
+    return cmd, _env(None)
