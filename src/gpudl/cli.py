@@ -143,6 +143,23 @@ def grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """Run a Jupyter server until it stops. Ctrl-C reaches the server from the terminal (it asks to
+    confirm); SIGTERM is passed on; either way the server shuts its kernels down before we return."""
+    import signal
+
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env)
+    previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def lab(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -151,7 +168,7 @@ def lab(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="gpudl-lab-config-") as config:
         cmd, env = labserver.lab_command(root, labserver.write_config(Path(config)), port=args.port,
                                          no_browser=args.no_browser, token=args.token, extra=args.extra)
-        return subprocess.call(cmd, cwd=root, env=env)
+        return _serve(cmd, root, env)
 
 
 def formgrader(args: argparse.Namespace) -> int:
@@ -161,7 +178,7 @@ def formgrader(args: argparse.Namespace) -> int:
     named = labserver.name_students(Path(args.out) / "gradebook.db")
     if named:
         print(f"named {len(named)} student(s) after their ids in the gradebook (edit in Manage Students)")
-    return subprocess.call(cmd, cwd=Path(args.out).resolve(), env=env)
+    return _serve(cmd, Path(args.out).resolve(), env)
 
 
 def handout(args: argparse.Namespace) -> int:
