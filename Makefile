@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
-lab: setup                           ## open JupyterLab on the student notebooks (LAB_ARGS="--port 8888 --no-browser")
+lab: setup                           ## open JupyterLab on labs/ and course/ as students see it (LAB_ARGS="--port 8888 --no-browser")
 	$(BIN)/gpudl lab $(LAB_ARGS)
 
 test: setup system-deps              ## run every test: package, course notebooks, grading round trips, the browser

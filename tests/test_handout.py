@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpudl import handout, labserver
+from gpudl import handout
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -90,15 +90,18 @@ def test_the_handout_installs_with_pip_and_its_makefile(out):
 
 
 def test_gpudl_imports_from_the_handout_and_serves_it(out, tmp_path):
-    code = ("import gpudl, gpudl.grading.lab01, gpudl.labserver as s; print(gpudl.__file__); "
-            f"print(s.course_root({str(out / 'labs' / LABS[0])!r}))")
+    code = ("import gpudl, gpudl.grading.lab01, gpudl.handout as h; print(gpudl.__file__); "
+            f"print(h.course_root({str(out / 'labs' / LABS[0])!r}))")
     env = dict(os.environ, PYTHONPATH=str(out / "src"))
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0, res.stderr
     where, root = res.stdout.split()[-2:]
     assert Path(where).is_relative_to(out) and Path(root) == out
-    assert labserver.course_root(out / "course") == out
+    assert handout.course_root(out / "course") == out
+    doctor = subprocess.run([sys.executable, "-m", "gpudl", "doctor"], cwd=out / "labs", capture_output=True,
+                            text=True, timeout=600)
+    assert f"course      {out} (hand-out): labs {', '.join(LABS)}" in doctor.stdout, doctor.stdout
 
 
 def test_it_refuses_to_overwrite_or_to_write_into_the_course(tmp_path):

@@ -87,7 +87,13 @@ def doctor(_args: argparse.Namespace) -> int:
         root = repo_root()
         print(f"course      {root}: labs {', '.join(lab_names(root)) or '(none)'}")
     except FileNotFoundError:
-        print("course      (not inside the course repository)")
+        from .handout import course_root
+        try:
+            root = course_root()
+            labs = sorted(p.parent.name for p in (root / "labs").glob("*/*.ipynb") if p.stem == p.parent.name)
+            print(f"course      {root} (hand-out): labs {', '.join(labs)}")
+        except FileNotFoundError:
+            print("course      (not inside the course repository or a hand-out)")
     except ImportError as exc:        # nbformat & co. missing: already listed above
         print(f"course      (cannot read it: {exc})")
     if problems:
@@ -164,7 +170,8 @@ def lab(args: argparse.Namespace) -> int:
     import tempfile
 
     from . import labserver
-    root = labserver.course_root()
+    from .handout import course_root
+    root = course_root()
     with tempfile.TemporaryDirectory(prefix="gpudl-lab-config-") as config:
         cmd, env = labserver.lab_command(root, labserver.write_config(Path(config)), port=args.port,
                                          no_browser=args.no_browser, token=args.token, extra=args.extra)

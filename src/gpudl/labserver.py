@@ -1,7 +1,7 @@
 """The JupyterLab servers gpudl starts: the students' lab, and the instructors' formgrader.
 
-``gpudl lab`` serves the course root (the repository or a student hand-out: the folder holding
-``labs/`` and ``course/``), so that a lab's link to its lecture, ``../../course/NN_topic.ipynb``,
+``gpudl lab`` serves the course root (``gpudl.handout.course_root``: the repository or a student
+hand-out, the folder holding ``labs/`` and ``course/``), so that a lab's link to its lecture, ``../../course/NN_topic.ipynb``,
 opens with a click. Students get nbgrader's Validate button and none of its instructor panels:
 formgrader, the Create Assignment sidebar (which lets anyone change a cell's grading metadata),
 and the course and assignment lists (which need an exchange this course does not use).
@@ -9,7 +9,6 @@ and the course and assignment lists (which need an exchange this course does not
 
 Public names, in reading order:
 
-``course_root``        the folder ``gpudl lab`` serves
 ``STUDENT_LAB_OFF``    the lab extensions (front-end plugins) students do not get
 ``STUDENT_SERVER``     which of nbgrader's server extensions students get
 ``write_config``       a Jupyter config folder with those settings (put first on JUPYTER_CONFIG_PATH)
@@ -45,20 +44,6 @@ STUDENT_SERVER = {
 # Validate runs the whole notebook with nbgrader's executor: give a cell the time `gpudl grade`
 # gives it (a Triton kernel in the CPU interpreter takes tens of seconds).
 VALIDATE_CELL_TIMEOUT = 180
-
-
-def course_root(start: str | Path | None = None) -> Path:
-    """The nearest folder at or above ``start`` (default: the current one) that holds ``labs/``;
-    else the folder around this package's source (a hand-out installed with ``pip install -e``)."""
-    here = Path(start or os.getcwd()).resolve()
-    for d in (here, *here.parents):
-        if (d / "labs").is_dir() and any((d / "labs").glob("*/*.ipynb")):
-            return d
-    around = Path(__file__).resolve().parents[2]
-    if (around / "labs").is_dir():
-        return around
-    raise FileNotFoundError(f"no labs/ folder at or above {here}: run gpudl lab in the course repository "
-                            "or in the hand-out your instructor gave you")
 
 
 def write_config(dest: Path) -> Path:
