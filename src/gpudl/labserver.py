@@ -41,9 +41,6 @@ STUDENT_SERVER = {
     "nbgrader.server_extensions.course_list": False,
     "nbgrader.server_extensions.assignment_list": False,
 }
-# Validate runs the whole notebook with nbgrader's executor: give a cell the time `gpudl grade`
-# gives it (a Triton kernel in the CPU interpreter takes tens of seconds).
-VALIDATE_CELL_TIMEOUT = 180
 
 
 def write_config(dest: Path) -> Path:
@@ -53,11 +50,15 @@ def write_config(dest: Path) -> Path:
     (server extensions) from every folder on JUPYTER_CONFIG_PATH, the first with the highest priority;
     nbgrader's Validate reads ``nbgrader_config.json`` from the same folders.
     """
+    from .pipeline import DEFAULT_CELL_TIMEOUT
+
     (dest / "labconfig").mkdir(parents=True, exist_ok=True)
+    # Validate runs the whole notebook with nbgrader's executor: a cell gets the time `gpudl grade`
+    # gives it (a Triton kernel in the CPU interpreter takes tens of seconds; nbgrader's default is 30 s).
     files = {
         dest / "labconfig" / "page_config.json": {"disabledExtensions": {name: True for name in STUDENT_LAB_OFF}},
         dest / "jupyter_server_config.json": {"ServerApp": {"jpserver_extensions": STUDENT_SERVER}},
-        dest / "nbgrader_config.json": {"Execute": {"timeout": VALIDATE_CELL_TIMEOUT, "startup_timeout": 120,
+        dest / "nbgrader_config.json": {"Execute": {"timeout": DEFAULT_CELL_TIMEOUT, "startup_timeout": 120,
                                                     "interrupt_on_timeout": True}},
     }
     for path, data in files.items():
