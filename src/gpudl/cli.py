@@ -149,43 +149,15 @@ def grade(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
-    """Run a Jupyter server until it stops. Ctrl-C reaches the server from the terminal (it asks to
-    confirm); SIGTERM is passed on; either way the server shuts its kernels down before we return."""
-    import signal
-
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env)
-    previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
-    try:
-        while True:
-            try:
-                return proc.wait()
-            except KeyboardInterrupt:
-                continue
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def lab(args: argparse.Namespace) -> int:
-    import tempfile
-
     from . import labserver
-    from .handout import course_root
-    root = course_root()
-    with tempfile.TemporaryDirectory(prefix="gpudl-lab-config-") as config:
-        cmd, env = labserver.lab_command(root, labserver.write_config(Path(config)), port=args.port,
-                                         no_browser=args.no_browser, token=args.token, extra=args.extra)
-        return _serve(cmd, root, env)
+    return labserver.serve_lab(port=args.port, no_browser=args.no_browser, token=args.token, extra=args.extra)
 
 
 def formgrader(args: argparse.Namespace) -> int:
     from . import labserver
-    cmd, env = labserver.formgrader_command(Path(args.out), port=args.port, no_browser=args.no_browser,
-                                            token=args.token, extra=args.extra)
-    named = labserver.name_students(Path(args.out) / "gradebook.db")
-    if named:
-        print(f"named {len(named)} student(s) after their ids in the gradebook (edit in Manage Students)")
-    return _serve(cmd, Path(args.out).resolve(), env)
+    return labserver.serve_formgrader(Path(args.out), port=args.port, no_browser=args.no_browser,
+                                      token=args.token, extra=args.extra)
 
 
 def handout(args: argparse.Namespace) -> int:

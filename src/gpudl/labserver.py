@@ -15,14 +15,20 @@ Public names, in reading order:
 ``ContentsManager``    hands notebooks out with the running kernel's ``language_info``, so opening one
                        does not mark it modified
 ``lab_command``        the ``jupyter lab`` command line and environment for students
+``serve_lab``          what ``gpudl lab`` does: the config, the command, the server until it stops
 ``name_students``      first and last names for students the gradebook knows only by id
 ``formgrader_command`` ``jupyter lab`` on a grading output, opening the formgrader
+``serve_formgrader``   what ``gpudl formgrader OUT`` does
+``serve``              run a Jupyter server until it stops, kernels shut down
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 # nbgrader 0.9.6 ships these plugins in its lab extension (@jupyter/nbgrader). "menu" is the
@@ -137,6 +143,18 @@ def lab_command(root: Path, config: Path, *, port: int | None = None, no_browser
     return cmd, env
 
 
+def serve_lab(root: Path | None = None, *, port: int | None = None, no_browser: bool = False,
+              token: str | None = None, extra: list[str] = ()) -> int:
+    """Serve the course root (default: the one around the current folder) to a student until stopped."""
+    from .handout import course_root
+
+    root = Path(root) if root else course_root()
+    with tempfile.TemporaryDirectory(prefix="gpudl-lab-config-") as config:
+        cmd, env = lab_command(root, write_config(Path(config)), port=port, no_browser=no_browser, token=token,
+                               extra=extra)
+        return serve(cmd, root, env)
+
+
 def split_name(student: str) -> tuple[str, str]:
     """(first, last) from a student id: ``ada-lovelace`` -> (``ada``, ``lovelace``); ``alice`` -> ("", ``alice``)."""
     parts = [p for p in student.replace("_", "-").replace(".", "-").split("-") if p]
@@ -177,3 +195,28 @@ def formgrader_command(out: Path, *, port: int | None = None, no_browser: bool =
     cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={out}", "--ServerApp.default_url=/formgrader",
            *_server_args(port, no_browser, token), *extra]
     return cmd, _env(None)
+
+
+def serve_formgrader(out: Path, *, port: int | None = None, no_browser: bool = False, token: str | None = None,
+                     extra: list[str] = ()) -> int:
+    """Serve nbgrader's formgrader on the grading output ``out`` until stopped."""
+    cmd, env = formgrader_command(out, port=port, no_browser=no_browser, token=token, extra=extra)
+    named = name_students(Path(out) / "gradebook.db")
+    if named:
+        print(f"named {len(named)} student(s) after their ids (first-last); edit names in Manage Students")
+    return serve(cmd, Path(out).resolve(), env)
+
+
+def serve(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """Run a Jupyter server until it stops. Ctrl-C reaches the server from the terminal (it asks to
+    confirm); SIGTERM is passed on; either way the server shuts its kernels down before we return."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env)
+    previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
