@@ -57,3 +57,32 @@ def test_names_from_ids():
     assert labserver.split_name("ada-lovelace") == ("ada", "lovelace")
     assert labserver.split_name("Grace_Brewster_Hopper") == ("Grace Brewster", "Hopper")
     assert labserver.split_name("alice") == ("", "alice")
+
+
+def test_labserver_imports_without_a_jupyter_server():
+    import subprocess
+    code = "import sys, gpudl.labserver; print('jupyter_server' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.stdout.strip() == "False", res.stdout + res.stderr
+
+
+def test_notebooks_are_handed_out_with_the_kernels_language_info_and_saved_unchanged_otherwise(tmp_path):
+    import asyncio
+
+    import nbformat
+    lab = "lab01_performance_basics"
+    (tmp_path / "labs").mkdir()
+    original = (ROOT / "labs" / lab / f"{lab}.ipynb").read_text()
+    (tmp_path / "labs" / "a.ipynb").write_text(original)
+    (tmp_path / "labs" / "notes.txt").write_text("not a notebook")
+    cm = labserver.ContentsManager(root_dir=str(tmp_path))
+    model = asyncio.run(cm.get("labs/a.ipynb"))
+    assert model["content"]["metadata"]["language_info"] == labserver.kernel_language_info()
+    served = nbformat.from_dict(model["content"])
+    stored = nbformat.reads(original, as_version=4)
+    served.metadata.pop("language_info"), stored.metadata.pop("language_info")
+    for cell in served.cells:
+        cell.metadata.pop("trusted", None)          # jupyter_server's trust mark, which JupyterLab never saves
+    assert served == stored                         # nothing else changes
+    assert (tmp_path / "labs" / "a.ipynb").read_text() == original     # and the file is untouched
+    assert asyncio.run(cm.get("labs/notes.txt"))["content"] == "not a notebook"

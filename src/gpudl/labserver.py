@@ -78,31 +78,40 @@ def kernel_language_info() -> dict:
     return json.loads(json.dumps(IPythonKernel.language_info))
 
 
-def _contents_manager_base():
+def _contents_manager() -> type:
     from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
-    return AsyncLargeFileManager
+
+    class ContentsManager(AsyncLargeFileManager):
+        """jupyter_server's file contents manager, with one change for notebooks it hands out.
+
+        JupyterLab replaces a notebook's ``metadata.language_info`` with the kernel's as soon as the
+        kernel starts, and any difference marks the notebook modified. The course's notebooks store
+        only ``{"name": "python"}`` (the kernel's full answer names the Python version, which differs
+        from machine to machine and would make every release depend on who made it). Handing the
+        notebook out with this environment's answer makes that replacement a no-op: a notebook opens
+        unmodified, and saving writes what JupyterLab would have written anyway.
+        """
+
+        async def get(self, path, content=True, type=None, format=None, **kwargs):  # noqa: A002 - jupyter's names
+            model = await super().get(path, content=content, type=type, format=format, **kwargs)
+            if content and model.get("type") == "notebook" and model.get("content") is not None:
+                meta = model["content"].setdefault("metadata", {})
+                language = (meta.get("kernelspec") or {}).get("language", "python")
+                if language == "python" and (meta.get("language_info") or {}).get("name", "python") == "python":
+                    meta["language_info"] = kernel_language_info()
+            return model
+
+    ContentsManager.__module__, ContentsManager.__qualname__ = __name__, "ContentsManager"
+    return ContentsManager
 
 
-class ContentsManager(_contents_manager_base()):
-    """jupyter_server's file contents manager, with one change for notebooks it hands out.
-
-    JupyterLab replaces a notebook's ``metadata.language_info`` with the kernel's as soon as the
-    kernel starts, and any difference marks the notebook modified. The course's notebooks store
-    only ``{"name": "python"}`` (the kernel's full answer names the Python version, which differs
-    from machine to machine and would make every release depend on who made it). Handing the
-    notebook out with this environment's answer makes that replacement a no-op: a notebook opens
-    unmodified, and saving writes what JupyterLab would have written anyway.
-    """
-
-    async def get(self, path, content=True, type=None, format=None, **kwargs):  # noqa: A002 - jupyter's names
-        model = await super().get(path, content=content, type=type, format=format, **kwargs)
-        if content and model.get("type") == "notebook" and model.get("content") is not None:
-            meta = model["content"].setdefault("metadata", {})
-            spec = meta.get("kernelspec") or {}
-            if spec.get("language", "python") == "python" and (meta.get("language_info") or {}).get("name",
-                                                                                                    "python") == "python":
-                meta["language_info"] = kernel_language_info()
-        return model
+def __getattr__(name: str):
+    # ContentsManager is made on first use, so that this module imports without a Jupyter server
+    # installed (doctor, the GPU runners); jupyter_server finds it by name.
+    if name == "ContentsManager":
+        globals()[name] = _contents_manager()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _env(config: Path | None) -> dict[str, str]:
