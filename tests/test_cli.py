@@ -144,6 +144,15 @@ def test_system_deps_installs_only_what_is_missing_or_says_what_to_install(tmp_p
                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert present.returncode == 0 and present.stdout == ""
     assert re.search(r"^test:.*\bsystem-deps\b", (ROOT / "Makefile").read_text(), re.M)
+    # As root: apt-get installs what is missing, and only that (a stand-in apt-get records its arguments).
+    (fake / "id").write_text("#!/bin/sh\necho 0\n")
+    (fake / "apt-get").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'apt.log'}\n")
+    (fake / "apt-get").chmod(0o755)
+    root = subprocess.run(["make", "--no-print-directory", "system-deps",
+                           "SYSTEM_DEPS=gpudl-no-such-tool:gpudl-no-such-package sh:dash"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert root.returncode == 0, root.stderr
+    assert (tmp_path / "apt.log").read_text().split() == ["install", "-y", "-q", "gpudl-no-such-package"]
 
 
 def test_unknown_arguments_are_refused_except_for_lab():
