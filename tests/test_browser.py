@@ -157,6 +157,7 @@ def test_a_student_opens_a_lab_runs_a_wrong_answer_validates_and_opens_the_lectu
     wrong = "\n".join(line for line in WRONG.read_text().splitlines() if not line.startswith("# "))
     message = teaching_message(wrong)
     ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "browser-failure.png").unlink(missing_ok=True)     # from an earlier run
 
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(str(tmp / "chromium-profile"), executable_path=chromium,
