@@ -11,8 +11,12 @@ LAB     ?=
 SUBMISSIONS ?= submissions
 OUT     ?= grading-out
 REPORT  ?= gpu-report
+HANDOUT ?= handout
+# What the browser test drives (Debian's chromium; Playwright's own browser download is not used)
+# and what the grading sandbox runs in.
+SYSTEM_DEPS := chromium:chromium bwrap:bubblewrap
 
-.PHONY: setup lab test release grade gpu-check doctor clean
+.PHONY: setup lab test release grade formgrader handout system-deps gpu-check doctor clean
 
 setup: $(VENV)/.installed            ## create .venv and install gpudl with everything it needs
 
@@ -21,10 +25,10 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[dev]'
 	touch $@
 
-lab: setup                           ## open JupyterLab on the student notebooks (LAB_ARGS="--port 8888 --no-browser")
+lab: setup                           ## open JupyterLab on labs/ and course/ as students see it (LAB_ARGS="--port 8888 --no-browser")
 	$(BIN)/gpudl lab $(LAB_ARGS)
 
-test: setup                          ## run every test: package, course notebooks, grading round trips
+test: setup system-deps              ## run every test: package, course notebooks, grading round trips, the browser
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
 release: setup                       ## regenerate labs/ from solutions/ (one LAB=... or all)
@@ -32,6 +36,24 @@ release: setup                       ## regenerate labs/ from solutions/ (one LA
 
 grade: setup                         ## grade a folder or LMS zip: make grade LAB=lab01_performance_basics SUBMISSIONS=... OUT=...
 	$(BIN)/gpudl grade $(LAB) $(SUBMISSIONS) --out $(OUT)
+
+formgrader: setup                    ## nbgrader's formgrader on a grading output: make formgrader OUT=...
+	$(BIN)/gpudl formgrader $(OUT)
+
+handout: setup                       ## write what students get into HANDOUT (default handout/): labs, lectures, the package
+	$(BIN)/gpudl handout $(HANDOUT) --force
+
+system-deps:                         ## as root, apt-get install what is missing of chromium and bubblewrap; else say what to install
+	@missing=""; for dep in $(SYSTEM_DEPS); do command -v $${dep%%:*} >/dev/null 2>&1 || missing="$$missing $${dep#*:}"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "system-deps: installing$$missing"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; } || \
+		echo "system-deps: could not install$$missing; the browser test will skip"; \
+	else \
+		echo "system-deps: missing$$missing; install with: sudo apt-get install$$missing (without chromium the browser test skips)"; \
+	fi
 
 doctor: setup                        ## what is installed, which device, its peaks
 	$(BIN)/gpudl doctor

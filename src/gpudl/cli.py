@@ -1,10 +1,12 @@
 """The ``gpudl`` command: thin wrappers over the package.
 
     gpudl doctor                    what is installed, which device, its peaks; exit 1 with a fix
-    gpudl lab [--port P]            JupyterLab on labs/ with nbgrader's extension
+    gpudl lab [--port P]            JupyterLab for students on the course (labs/ and course/), with Validate
+    gpudl handout DIR               write the student hand-out: labs, lectures, the package, no solutions
     gpudl release [LAB]             regenerate labs/ from solutions/
     gpudl grade LAB SUBMISSIONS --out DIR
                                     grade a folder of student folders or an LMS zip
+    gpudl formgrader DIR            nbgrader's formgrader on a grading output, for instructors
     gpudl run-labs --device cuda --report DIR
                                     execute every course notebook and lab, grade the solutions,
                                     and report the units' measurements
@@ -13,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib.metadata
 import os
 import platform
@@ -27,6 +30,14 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def find_alembic(executable: str | None = None, path: str | None = None) -> str | None:
+    """alembic as gpudl's grading finds it: next to the interpreter (which the grader puts first on
+    PATH for nbgrader, so `.venv/bin/gpudl` works without activating the venv), else on PATH."""
+    bindir = str(Path(executable or sys.executable).parent)
+    path = os.environ.get("PATH", "") if path is None else path
+    return shutil.which("alembic", path=bindir + os.pathsep + path)
 
 
 def doctor(_args: argparse.Namespace) -> int:
@@ -49,9 +60,9 @@ def doctor(_args: argparse.Namespace) -> int:
         if v is None:
             (problems.append(f"{dist} is missing: {fix}") if dist in required
              else print(f"            ({fix})"))
-    if shutil.which("alembic") is None:
-        problems.append("alembic is not on PATH (nbgrader needs it to create a gradebook): "
-                        "activate the virtual environment or prepend .venv/bin to PATH")
+    if find_alembic() is None:
+        problems.append("alembic is neither on PATH nor next to this Python (nbgrader needs it to create a "
+                        "gradebook): reinstall nbgrader (pip install 'nbgrader>=0.9.6,<0.10') in this environment")
     try:
         from . import hardware
         dev = hardware.device()
@@ -88,7 +99,13 @@ def doctor(_args: argparse.Namespace) -> int:
         root = repo_root()
         print(f"course      {root}: labs {', '.join(lab_names(root)) or '(none)'}")
     except FileNotFoundError:
-        print("course      (not inside the course repository)")
+        from .handout import course_root
+        try:
+            root = course_root()
+            labs = sorted(p.parent.name for p in (root / "labs").glob("*/*.ipynb") if p.stem == p.parent.name)
+            print(f"course      {root} (hand-out): labs {', '.join(labs)}")
+        except FileNotFoundError:
+            print("course      (not inside the course repository or a hand-out)")
     except ImportError as exc:        # nbformat & co. missing: already listed above
         print(f"course      (cannot read it: {exc})")
     if problems:
@@ -100,8 +117,22 @@ def doctor(_args: argparse.Namespace) -> int:
     return 0
 
 
+def check_lab_name(lab: str) -> None:
+    """A lab name that is not in solutions/ ends in one line naming the nearest one."""
+    from .pipeline import lab_names
+    names = lab_names()
+    if lab in names:
+        return
+    same_number = [n for n in names if n.split("_")[0] == lab.split("_")[0]]
+    near = same_number or difflib.get_close_matches(lab, names, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    raise FileNotFoundError(f"no lab named {lab!r} in solutions/{hint} (labs are: {', '.join(names)})")
+
+
 def release(args: argparse.Namespace) -> int:
     from .pipeline import release as do_release
+    if args.lab:
+        check_lab_name(args.lab)
     for path in do_release(args.lab or None):
         print(f"released {path}")
     return 0
@@ -109,6 +140,10 @@ def release(args: argparse.Namespace) -> int:
 
 def grade(args: argparse.Namespace) -> int:
     from .pipeline import grade as do_grade
+    check_lab_name(args.lab)
+    if not Path(args.submissions).exists():
+        raise FileNotFoundError(f"{args.submissions} does not exist: give a folder of student folders "
+                                "(alice/LAB.ipynb, ...) or the zip of submissions from the LMS")
     limits = {"memory_bytes": int(args.memory_gb * 2**30)} if args.memory_gb else None
     results = do_grade(args.lab, args.submissions, args.out, secret=args.secret, jobs=args.jobs,
                        cell_timeout=args.cell_timeout, student_timeout=args.student_timeout,
@@ -121,25 +156,22 @@ def grade(args: argparse.Namespace) -> int:
 
 
 def lab(args: argparse.Namespace) -> int:
-    from .pipeline import repo_root
-    root = repo_root()
-    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root / 'labs'}"]
-    if args.port:
-        cmd.append(f"--port={args.port}")
-    if args.no_browser:
-        cmd.append("--no-browser")
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-root")      # containers and CI runners often run as root
-    if args.token is not None:
-        cmd.append(f"--IdentityProvider.token={args.token}")
-    cmd.extend(args.extra)
-    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-    from .hardware import device
-    if device() == "cpu":
-        # Kernels inherit this: Triton runs in its interpreter even if a notebook imports triton before gpudl.
-        env.setdefault("TRITON_INTERPRET", "1")
-        env.setdefault("NUMBA_ENABLE_CUDASIM", "1")      # the same for numba-cuda's simulator (unit 04)
-    return subprocess.call(cmd, cwd=root, env=env)
+    from . import labserver
+    return labserver.serve_lab(port=args.port, no_browser=args.no_browser, token=args.token, extra=args.extra)
+
+
+def formgrader(args: argparse.Namespace) -> int:
+    from . import labserver
+    return labserver.serve_formgrader(Path(args.out), port=args.port, no_browser=args.no_browser,
+                                      token=args.token, extra=args.extra)
+
+
+def handout(args: argparse.Namespace) -> int:
+    from .handout import handout as do_handout
+    dest = do_handout(args.dir, force=args.force)
+    print(f"hand-out written to {dest}: give students this folder (or a zip of it); "
+          "they run `make lab` in it (see its README.md)")
+    return 0
 
 
 def run_labs(args: argparse.Namespace) -> int:
@@ -165,18 +197,30 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("doctor", help="check the installation and the device").set_defaults(fn=doctor)
 
-    p = sub.add_parser("lab", help="open JupyterLab on labs/")
+    p = sub.add_parser("lab", help="open JupyterLab for students on the course (labs/ and course/)")
     p.add_argument("--port", type=int)
     p.add_argument("--no-browser", action="store_true")
     p.add_argument("--token", help="the server's access token (default: JupyterLab makes one)")
     p.set_defaults(fn=lab)
+
+    p = sub.add_parser("handout", help="write the student hand-out (labs, lectures, the package; no solutions)")
+    p.add_argument("dir", help="a new folder for the hand-out")
+    p.add_argument("--force", action="store_true", help="replace the folder if it exists")
+    p.set_defaults(fn=handout)
+
+    p = sub.add_parser("formgrader", help="nbgrader's formgrader on a grading output (instructors)")
+    p.add_argument("out", help="the --out folder of gpudl grade")
+    p.add_argument("--port", type=int)
+    p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--token", help="the server's access token (default: JupyterLab makes one)")
+    p.set_defaults(fn=formgrader)
 
     p = sub.add_parser("release", help="regenerate labs/ from solutions/")
     p.add_argument("lab", nargs="?", help="one lab (default: all)")
     p.set_defaults(fn=release)
 
     p = sub.add_parser("grade", help="grade a folder of submissions or an LMS zip")
-    p.add_argument("lab")
+    p.add_argument("lab", help="the lab's name, e.g. lab01_performance_basics")
     p.add_argument("submissions", help="a folder of student folders, or a zip from the LMS")
     p.add_argument("--out", required=True, help="where the gradebook, feedback and grades.csv go")
     p.add_argument("--secret", help="the secret behind hidden tests (default: $GPUDL_SECRET or .gpudl-secret)")
@@ -208,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=bench)
 
     args, unknown = parser.parse_known_args(argv)
-    if args.cmd == "lab":
+    if args.cmd in ("lab", "formgrader"):
         args.extra = unknown            # e.g. --ServerApp.ip=127.0.0.1, passed on to jupyter lab
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")

@@ -270,17 +270,23 @@ def roofline_plot(spec: GPUSpec | str, dtype: Any = "fp16", ops: Iterable[Op] = 
     peak = peak_flops(spec, dtype, tensor_cores=tensor_cores)
     bw = peak_bandwidth(spec)
     ridge = peak / bw
-    lo, hi = intensity_range
-    x = np.geomspace(min(lo, ridge / 10), max(hi, ridge * 10), 256)
+    ops = sorted(ops, key=lambda op: op.intensity)
+    # The roof spans the ridge and every op, with room on both sides.
+    lo = min([intensity_range[0], ridge / 10, *(op.intensity / 2 for op in ops)])
+    hi = max([intensity_range[1], ridge * 10, *(op.intensity * 2 for op in ops)])
+    x = np.geomspace(lo, hi, 256)
     ax.loglog(x, roof(x, peak, bw), color=color, lw=2,
               label=f"{spec.name} {normalize_dtype(dtype)}: {peak / 1e12:.0f} TFLOP/s, {bw / 1e9:.0f} GB/s")
     ax.axvline(ridge, color="gray", ls=":", lw=1)
     ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points", xytext=(5, -15),
                 fontsize=8, color="gray")
-    for op in ops:
+    for i, op in enumerate(ops):
         y = float(roof(op.intensity, peak, bw))
         ax.plot([op.intensity], [y], "o")
-        ax.annotate(op.name, (op.intensity, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        # Labels alternate above-left and below-right of the roof, so that neighbours do not collide.
+        above = i % 2 == 0
+        ax.annotate(op.name, (op.intensity, y), textcoords="offset points", xytext=(-6, 4) if above else (6, -10),
+                    ha="right" if above else "left", fontsize=8)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable FLOP/s")
     ax.set_title("Roofline")

@@ -1,0 +1,232 @@
+"""The JupyterLab servers gpudl starts: the students' lab, and the instructors' formgrader.
+
+``gpudl lab`` serves the course root (``gpudl.handout.course_root``: the repository or a student
+hand-out, the folder holding ``labs/`` and ``course/``), so that a lab's link to its lecture, ``../../course/NN_topic.ipynb``,
+opens with a click. Students get nbgrader's Validate button and none of its instructor panels:
+formgrader, the Create Assignment sidebar (which lets anyone change a cell's grading metadata),
+and the course and assignment lists (which need an exchange this course does not use).
+``gpudl formgrader OUT`` serves nbgrader's formgrader on a grading output of ``gpudl grade``.
+
+Public names, in reading order:
+
+``STUDENT_LAB_OFF``    the lab extensions (front-end plugins) students do not get
+``STUDENT_SERVER``     which of nbgrader's server extensions students get
+``write_config``       a Jupyter config folder with those settings (put first on JUPYTER_CONFIG_PATH)
+``ContentsManager``    hands notebooks out with the running kernel's ``language_info``, so opening one
+                       does not mark it modified
+``lab_command``        the ``jupyter lab`` command line and environment for students
+``serve_lab``          what ``gpudl lab`` does: the config, the command, the server until it stops
+``name_students``      first and last names for students the gradebook knows only by id
+``formgrader_command`` ``jupyter lab`` on a grading output, opening the formgrader
+``serve_formgrader``   what ``gpudl formgrader OUT`` does
+``serve``              run a Jupyter server until it stops, kernels shut down
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# nbgrader 0.9.6 ships these plugins in its lab extension (@jupyter/nbgrader). "menu" is the
+# Nbgrader menu, whose entries open the other three panels.
+STUDENT_LAB_OFF = (
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:course-list",
+    "@jupyter/nbgrader:assignment-list",
+    "@jupyter/nbgrader:menu",
+    "@jupyterlab/apputils-extension:announcements",    # "get notified about Jupyter news?" on first start
+)
+STUDENT_SERVER = {
+    "nbgrader.server_extensions.validate_assignment": True,
+    "nbgrader.server_extensions.formgrader": False,       # would open a gradebook.db where it runs
+    "nbgrader.server_extensions.course_list": False,
+    "nbgrader.server_extensions.assignment_list": False,
+}
+
+
+def write_config(dest: Path) -> Path:
+    """Write gpudl's Jupyter configuration for students into ``dest`` and return it.
+
+    JupyterLab reads ``labconfig/page_config.json`` (disabled plugins) and ``jupyter_server_config.json``
+    (server extensions) from every folder on JUPYTER_CONFIG_PATH, the first with the highest priority;
+    nbgrader's Validate reads ``nbgrader_config.json`` from the same folders.
+    """
+    from .pipeline import DEFAULT_CELL_TIMEOUT
+
+    (dest / "labconfig").mkdir(parents=True, exist_ok=True)
+    # Validate runs the whole notebook with nbgrader's executor: a cell gets the time `gpudl grade`
+    # gives it (a Triton kernel in the CPU interpreter takes tens of seconds; nbgrader's default is 30 s).
+    files = {
+        dest / "labconfig" / "page_config.json": {"disabledExtensions": {name: True for name in STUDENT_LAB_OFF}},
+        dest / "jupyter_server_config.json": {"ServerApp": {"jpserver_extensions": STUDENT_SERVER}},
+        dest / "nbgrader_config.json": {"Execute": {"timeout": DEFAULT_CELL_TIMEOUT, "startup_timeout": 120,
+                                                    "interrupt_on_timeout": True}},
+    }
+    for path, data in files.items():
+        path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return dest
+
+
+def kernel_language_info() -> dict:
+    """What the python3 kernel of this environment reports as its language (ipykernel's dict)."""
+    from ipykernel.ipkernel import IPythonKernel
+    return json.loads(json.dumps(IPythonKernel.language_info))
+
+
+def _contents_manager() -> type:
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+
+    class ContentsManager(AsyncLargeFileManager):
+        """jupyter_server's file contents manager, with one change for notebooks it hands out.
+
+        JupyterLab replaces a notebook's ``metadata.language_info`` with the kernel's as soon as the
+        kernel starts, and any difference marks the notebook modified. The course's notebooks store
+        only ``{"name": "python"}`` (the kernel's full answer names the Python version, which differs
+        from machine to machine and would make every release depend on who made it). Handing the
+        notebook out with this environment's answer makes that replacement a no-op: a notebook opens
+        unmodified, and saving writes what JupyterLab would have written anyway.
+        """
+
+        async def get(self, path, content=True, type=None, format=None, **kwargs):  # noqa: A002 - jupyter's names
+            model = await super().get(path, content=content, type=type, format=format, **kwargs)
+            if content and model.get("type") == "notebook" and model.get("content") is not None:
+                meta = model["content"].setdefault("metadata", {})
+                language = (meta.get("kernelspec") or {}).get("language", "python")
+                if language == "python" and (meta.get("language_info") or {}).get("name", "python") == "python":
+                    meta["language_info"] = kernel_language_info()
+            return model
+
+    ContentsManager.__module__, ContentsManager.__qualname__ = __name__, "ContentsManager"
+    return ContentsManager
+
+
+def __getattr__(name: str):
+    # ContentsManager is made on first use, so that this module imports without a Jupyter server
+    # installed (doctor, the GPU runners); jupyter_server finds it by name.
+    if name == "ContentsManager":
+        globals()[name] = _contents_manager()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _env(config: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    # alembic and jupyter next to this interpreter, whatever PATH says (nbgrader needs alembic).
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    if config is not None:
+        env["JUPYTER_CONFIG_PATH"] = str(config) + (os.pathsep + env["JUPYTER_CONFIG_PATH"]
+                                                    if env.get("JUPYTER_CONFIG_PATH") else "")
+    return env
+
+
+def _server_args(port: int | None, no_browser: bool, token: str | None) -> list[str]:
+    args = []
+    if port:
+        args.append(f"--port={port}")
+    if no_browser:
+        args.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--allow-root")      # containers and CI runners often run as root
+    if token is not None:
+        args.append(f"--IdentityProvider.token={token}")
+    return args
+
+
+def lab_command(root: Path, config: Path, *, port: int | None = None, no_browser: bool = False,
+                token: str | None = None, extra: list[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """``jupyter lab`` on ``root`` for students, with the config folder ``config`` (see write_config)."""
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
+           "--ServerApp.default_url=/lab/tree/labs",
+           f"--ServerApp.contents_manager_class={__name__}.ContentsManager",
+           *_server_args(port, no_browser, token), *extra]
+    env = _env(config)
+    from .hardware import device
+    if device() == "cpu":
+        # Kernels inherit this: Triton runs in its interpreter even if a notebook imports triton before gpudl.
+        env.setdefault("TRITON_INTERPRET", "1")
+        env.setdefault("NUMBA_ENABLE_CUDASIM", "1")      # the same for numba-cuda's simulator (unit 04)
+    return cmd, env
+
+
+def serve_lab(root: Path | None = None, *, port: int | None = None, no_browser: bool = False,
+              token: str | None = None, extra: list[str] = ()) -> int:
+    """Serve the course root (default: the one around the current folder) to a student until stopped."""
+    from .handout import course_root
+
+    root = Path(root) if root else course_root()
+    with tempfile.TemporaryDirectory(prefix="gpudl-lab-config-") as config:
+        cmd, env = lab_command(root, write_config(Path(config)), port=port, no_browser=no_browser, token=token,
+                               extra=extra)
+        return serve(cmd, root, env)
+
+
+def split_name(student: str) -> tuple[str, str]:
+    """(first, last) from a student id: ``ada-lovelace`` -> (``ada``, ``lovelace``); ``alice`` -> ("", ``alice``)."""
+    parts = [p for p in student.replace("_", "-").replace(".", "-").split("-") if p]
+    if len(parts) < 2:
+        return "", student
+    return " ".join(parts[:-1]), parts[-1]
+
+
+def name_students(gradebook: Path) -> list[str]:
+    """Give every student of ``gradebook`` with neither a first nor a last name one made from the id
+    (the formgrader shows "None, None" otherwise); returns the ids it named. Names set by hand, in
+    the formgrader's Manage Students page or by the grader, are kept."""
+    from nbgrader.api import Gradebook
+
+    from .pipeline import COURSE_ID
+
+    named = []
+    with Gradebook(f"sqlite:///{Path(gradebook).resolve()}", course_id=COURSE_ID) as gb:
+        for student in gb.students:
+            if student.first_name is None and student.last_name is None:
+                first, last = split_name(student.id)
+                gb.update_or_create_student(student.id, first_name=first, last_name=last)
+                named.append(student.id)
+    return named
+
+
+def formgrader_command(out: Path, *, port: int | None = None, no_browser: bool = False,
+                       token: str | None = None, extra: list[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """``jupyter lab`` in a grading output ``OUT`` of ``gpudl grade``, opening nbgrader's formgrader.
+
+    OUT holds the gradebook, the autograded notebooks and an nbgrader_config.py naming OUT as the
+    course root; the formgrader reads that config from the folder the server starts in.
+    """
+    out = Path(out).resolve()
+    if not (out / "gradebook.db").is_file() or not (out / "nbgrader_config.py").is_file():
+        raise FileNotFoundError(f"{out} is not a grading output (no gradebook.db and nbgrader_config.py there): "
+                                "run gpudl grade LAB SUBMISSIONS --out OUT first")
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={out}", "--ServerApp.default_url=/formgrader",
+           *_server_args(port, no_browser, token), *extra]
+    return cmd, _env(None)
+
+
+def serve_formgrader(out: Path, *, port: int | None = None, no_browser: bool = False, token: str | None = None,
+                     extra: list[str] = ()) -> int:
+    """Serve nbgrader's formgrader on the grading output ``out`` until stopped."""
+    cmd, env = formgrader_command(out, port=port, no_browser=no_browser, token=token, extra=extra)
+    named = name_students(Path(out) / "gradebook.db")
+    if named:
+        print(f"named {len(named)} student(s) after their ids (first-last); edit names in Manage Students")
+    return serve(cmd, Path(out).resolve(), env)
+
+
+def serve(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """Run a Jupyter server until it stops. Ctrl-C reaches the server from the terminal (it asks to
+    confirm); SIGTERM is passed on; either way the server shuts its kernels down before we return."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env)
+    previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)

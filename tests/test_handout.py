@@ -1,0 +1,138 @@
+"""The student hand-out: what students need is there, nothing of the solutions or hidden tests is,
+and it installs and serves on its own."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpudl import handout
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+LABS = sorted(p.parent.name for p in (ROOT / "solutions").glob("*/*.ipynb") if p.stem == p.parent.name)
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("handout") / "gpudl-labs"
+    res = subprocess.run([sys.executable, "-m", "gpudl", "handout", str(dest)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert str(dest) in res.stdout and "make lab" in res.stdout
+    return dest
+
+
+def _regions(source: str, begin: str, end: str) -> list[str]:
+    return re.findall(rf"{re.escape(begin)}[^\n]*\n(.*?){re.escape(end)}", source, re.S)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def test_it_holds_the_labs_the_lectures_the_package_and_a_student_readme(out):
+    for lab in LABS:
+        assert (out / "labs" / lab / f"{lab}.ipynb").read_bytes() == (ROOT / "labs" / lab / f"{lab}.ipynb").read_bytes()
+    for lecture in (ROOT / "course").glob("*.ipynb"):
+        assert (out / "course" / lecture.name).is_file(), lecture.name
+    for name in ("pyproject.toml", "constraints/cpu.txt", "environment.yml", "src/gpudl/__init__.py",
+                 "src/gpudl/grading/lab01.py", "src/gpudl/labserver.py"):
+        assert (out / name).is_file(), name
+    readme = (out / "README.md").read_text()
+    for says in ("make lab", "pip install -e .", "Validate", "YOUR CODE HERE", "lecture notebook"):
+        assert says in readme, says
+    assert "solutions" not in readme and "seed" not in readme.lower()
+
+
+def test_nothing_of_the_solutions_hidden_tests_or_grading_leaks(out):
+    files = [p for p in out.rglob("*") if p.is_file()]
+    rel = [p.relative_to(out).as_posix() for p in files]
+    for forbidden in ("solutions/", "tests/", "mutants", ".gpudl-secret", "gradebook.db", "nbgrader_config.py",
+                      ".github", ".ci/", "__pycache__", ".egg-info", "grading-out", "gpu-report"):
+        assert not [r for r in rel if forbidden in r or r.startswith(forbidden)], forbidden
+    assert handout.leaks(out) == []
+    texts = {p: _squash(p.read_text(encoding="utf-8", errors="replace")) for p in files}
+    for lab in LABS:
+        source = (ROOT / "solutions" / lab / f"{lab}.ipynb").read_text()
+        nb = nbformat.reads(source, as_version=4)
+        cells = "\n".join(c.source + "\n" for c in nb.cells)
+        solutions = _regions(cells, "### BEGIN SOLUTION", "### END SOLUTION")
+        hidden = _regions(cells, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+        assert solutions and hidden, f"{lab}: no solution or hidden-test regions found: the test would prove nothing"
+        for region in solutions:
+            text = _squash(region)
+            if len(text) < 40:          # `return x * 2` may well appear in the package's own code
+                continue
+            leaked = [p.relative_to(out) for p, t in texts.items() if text in t]
+            assert not leaked, f"{lab}: a solution is in {leaked}:\n{region[:300]}"
+        for region in hidden:
+            text = _squash(region)
+            notebooks_and_docs = {p: t for p, t in texts.items() if p.suffix in (".ipynb", ".md")}
+            assert not [p for p, t in notebooks_and_docs.items() if text in t], f"{lab}: hidden test leaked: {text}"
+
+
+def test_the_handout_installs_with_pip_and_its_makefile(out):
+    res = subprocess.run([str(BIN / "python"), "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index",
+                          "--no-build-isolation", "-e", str(out)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Would install gpudl" in res.stdout
+    make = subprocess.run(["make", "-n", "lab"], cwd=out, capture_output=True, text=True, timeout=60)
+    assert make.returncode == 0, make.stderr
+    assert "pip install" in make.stdout and "-e ." in make.stdout and "gpudl lab" in make.stdout
+    assert "constraints/cpu.txt" in make.stdout or "nvidia-smi" in (out / "Makefile").read_text()
+
+
+def test_gpudl_imports_from_the_handout_and_serves_it(out, tmp_path):
+    code = ("import gpudl, gpudl.grading.lab01, gpudl.handout as h; print(gpudl.__file__); "
+            f"print(h.course_root({str(out / 'labs' / LABS[0])!r}))")
+    env = dict(os.environ, PYTHONPATH=str(out / "src"))
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    where, root = res.stdout.split()[-2:]
+    assert Path(where).is_relative_to(out) and Path(root) == out
+    assert handout.course_root(out / "course") == out
+    doctor = subprocess.run([sys.executable, "-m", "gpudl", "doctor"], cwd=out / "labs", capture_output=True,
+                            text=True, timeout=600)
+    assert f"course      {out} (hand-out): labs {', '.join(LABS)}" in doctor.stdout, doctor.stdout
+
+
+def test_it_refuses_to_overwrite_or_to_write_into_the_course(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="--force"):
+        handout.handout(tmp_path / "x", ROOT)
+    with pytest.raises(ValueError, match="folder of its own"):
+        handout.handout(ROOT / "labs" / "handout", ROOT)
+
+
+def test_it_refuses_a_release_that_holds_a_solution(tmp_path):
+    course = tmp_path / "course-repo"
+    course.mkdir()
+    for name in ("nbgrader_config.py", "pyproject.toml", "environment.yml"):
+        shutil.copy(ROOT / name, course / name)
+    for folder in ("student", "constraints", "course"):
+        shutil.copytree(ROOT / folder, course / folder)
+    (course / "src" / "gpudl").mkdir(parents=True)
+    lab = LABS[0]
+    (course / "solutions" / lab).mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "solutions" / lab)
+    (course / "labs" / lab).mkdir(parents=True)
+    shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "labs" / lab)   # "released" by hand
+    with pytest.raises(RuntimeError, match="BEGIN SOLUTION"):
+        handout.handout(tmp_path / "out", course)
+    assert not (tmp_path / "out").exists()
+
+
+def test_readme_quick_start_says_who_each_path_is_for():
+    readme = (ROOT / "README.md").read_text()
+    quick = readme[readme.index("## Quick start"):readme.index("## The units")]
+    assert "**Students**" in quick and "hand-out" in quick and "**Instructors" in quick
+    assert "make handout" in quick and "make lab" in quick
