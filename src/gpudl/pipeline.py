@@ -523,9 +523,12 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
         if bar:
             bar.close()
 
+        from .labserver import split_name
         with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=COURSE_ID) as gb:
-            for r in results:
-                gb.update_or_create_student(r.student, last_name=r.name or r.student, first_name="")
+            for r in results:      # names for the formgrader: "Jane Doe" from Moodle, "ada-lovelace" from a folder
+                words = (r.name or "").split()
+                first, last = (" ".join(words[:-1]), words[-1]) if len(words) > 1 else split_name(r.student)
+                gb.update_or_create_student(r.student, first_name=first, last_name=last)
         for r in results:
             if r.gradebook is not None and r.gradebook.exists() and r.graded:
                 merge_gradebook(out / "gradebook.db", r.gradebook, lab, r.student)
