@@ -61,7 +61,7 @@ def grading_active() -> bool:
 
 # --- tolerances -------------------------------------------------------------------------
 
-# Machine epsilon (2 x unit roundoff) by dtype; seed 004's table gives bf16 7.81e-3,
+# Machine epsilon (2 x unit roundoff) by dtype; the lecture's table of formats gives bf16 7.81e-3,
 # half 9.77e-4, single 1.19e-7, double 2.22e-16. TF32 keeps FP16's 10-bit mantissa.
 EPS = {"fp64": 2.22e-16, "fp32": 1.19e-7, "tf32": 9.77e-4, "fp16": 9.77e-4, "bf16": 7.81e-3,
        "fp8": 0.125, "int8": 0.0, "int4": 0.0}

@@ -196,6 +196,8 @@ def _timer_outcome(result: dict[str, Any], what: str, *, gpu: bool) -> tuple[flo
     saw; a not-ready event, or a device still busy when the timer returned, is a missing
     synchronisation."""
     __tracebackhide__ = True
+    if "not_ready" in result and not gpu:
+        raise GradingError(f"{what} raised RuntimeError: {result['not_ready']}")
     if "not_ready" in result:
         raise GradingError(
             f"{what} read an event the device had not reached yet ({result['not_ready']}).\nGPU work is asynchronous: "
