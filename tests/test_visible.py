@@ -109,3 +109,59 @@ def test_visible_cases_catch_the_mutant(mutant):
     else:
         assert caught, (f"{mutant.description!r} ({mutant.id}) passes the visible cases of "
                         f"{', '.join(mutant.fails)}: add a visible case that catches it")
+
+
+# --- what a student sees in a real kernel -------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+_CELLS = {
+    "setup": "from gpudl.grading import lab01 as check, lab02 as check2\nimport numpy as np",
+    "passes": ("def utilization(achieved, peak):\n    return achieved / peak\n\n"
+               "check.utilization(utilization)"),
+    "wrong": ("def bound(flops, nbytes, peak_flops, peak_bandwidth):\n"
+              "    return 'compute' if flops / nbytes < peak_flops / peak_bandwidth else 'memory'\n\n"
+              "check.bound(bound)"),
+    "raises": ("def batch_latency(throughput_fps, batch):\n    return batch / 0\n\ncheck.batch_latency(batch_latency)"),
+    "adapter": ("from tqdm.auto import tqdm\n\n"
+                "def sweep(sizes, dtypes, measure, progress=True):\n"
+                "    return {d: [measure(n, d) for n in tqdm(sizes)] for d in dtypes}\n\n"
+                "check2.sweep(sweep)"),
+    "plot": ("def plot_roofline(ax, peak_flops, peak_bandwidth, ops):\n"
+             "    ax.plot([1, 2], [1, 2])\n\n"
+             "check.plot_roofline(plot_roofline)"),
+}
+_TEACHING = {"wrong": "below the ridge point", "raises": "ZeroDivisionError", "adapter": "progress=False",
+             "plot": "log scales"}
+_GRADER_TRACES = ("boundary.py", "grading/__init__.py", "gpudl/grading", "# noqa", "During handling of the above",
+                  "call_student", "check_cases", "run_student", "The above exception was the direct cause")
+
+
+def test_a_kernel_shows_the_teaching_message_only_and_one_line_on_success(tmp_path):
+    """Executed by nbclient in a real kernel, as a student runs it: a passing check prints one
+    line to stdout and nothing to stderr; a failing one shows its teaching message, with no frame
+    of the grader, no `# noqa` line and no chain of exceptions."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from gpudl.grading.boundary import PASSED
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src, metadata={"name": name})
+                                         for name, src in _CELLS.items()])
+    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    cells = {c.metadata["name"]: c for c in nb.cells}
+    for name, cell in cells.items():
+        assert not [o for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"], (
+            f"cell {name!r} wrote to stderr: {cell.outputs}")
+    assert [o.output_type for o in cells["setup"].outputs] == []
+    assert [(o.output_type, o.get("text")) for o in cells["passes"].outputs] == [("stream", PASSED + "\n")]
+    for name, teaching in _TEACHING.items():
+        errors = [o for o in cells[name].outputs if o.output_type == "error"]
+        assert len(errors) == 1 and errors[0].ename == "GradingError", (name, cells[name].outputs)
+        shown = _ANSI.sub("", "\n".join(errors[0].traceback))
+        assert teaching in errors[0].evalue and teaching in shown, (name, shown)
+        leaks = [t for t in _GRADER_TRACES if t in shown]
+        assert not leaks, f"cell {name!r} shows grader internals {leaks}:\n{shown}"
+        assert PASSED not in "".join(o.get("text", "") for o in cells[name].outputs)

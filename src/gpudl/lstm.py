@@ -37,7 +37,8 @@ Public names, in order:
 ``TORCH_GATE_ORDER``, ``to_torch``, ``from_torch``, ``torch_lstm``   torch.nn.LSTM's layout (i, f, g, o)
 ``lstm_torch_loop``             the recurrence as a per-step loop of torch ops (any device)
 ``lstm_flops``                  FLOPs of the matrix products, forward and backward
-``seed_example``, ``seed_printed``   the lecture's two-step example: its inputs, and the numbers it prints
+``lecture_example``, ``lecture_printed``   the lecture's two-step example: its inputs, and the numbers it
+                                prints (``seed_example``, ``seed_printed``: the same, by their old names)
 
 ``gpudl bench lstm`` is ``gpudl.benchmarks.lstm``.
 """
@@ -485,8 +486,8 @@ def lstm_flops(T: int, N: int, D: int, H: int, *, backward: bool = False) -> int
 
 # --- the lecture's example ------------------------------------------------------------------
 
-def seed_example() -> dict[str, Any]:
-    """The lecture's two-step example (seed 004, "LSTM - Example - Forward Path"), as arrays
+def lecture_example() -> dict[str, Any]:
+    """The lecture's two-step example ("DNN computing on GPU", "LSTM - Example - Forward Path"), as arrays
     for ``lstm_forward``: ``x (2, 1, 2)``, ``h0 = c0 = 0 (1, 1)``, ``W (4, 2)``, ``U (4, 1)``,
     ``b (4,)``, labels ``y (2, 1, 1)``, learning rate ``lr``.
 
@@ -505,10 +506,10 @@ def seed_example() -> dict[str, Any]:
     }
 
 
-def seed_printed() -> dict[str, np.ndarray]:
+def lecture_printed() -> dict[str, np.ndarray]:
     """The numbers the lecture prints for its example, transcribed from the slides (rounded
     to 4-5 digits there, each step from the previous step's rounded values; agree with exact
-    arithmetic to about 1e-4). Gate vectors are (a, i, f, o); ``delta_gates_t`` is the seed's
+    arithmetic to about 1e-4). Gate vectors are (a, i, f, o); ``delta_gates_t`` is the lecture's
     ``delta gates_t``; ``delta_out_prev_t`` its ``Delta out_{t-1}`` (the gradient passed to
     ``out_{t-1}``); ``new_W`` ... the weights after one step of gradient descent (lr 0.1)."""
     return {k: np.array(v) for k, v in {
@@ -529,3 +530,6 @@ def seed_printed() -> dict[str, np.ndarray]:
         "new_U": [[0.15104], [0.80006], [0.10034], [0.25297]],
         "new_b": [0.20364, 0.65028, 0.15063, 0.10536],
     }.items()}
+
+
+seed_example, seed_printed = lecture_example, lecture_printed     # their old names

@@ -37,6 +37,7 @@ import math
 import os
 import sys
 import threading
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -60,7 +61,7 @@ def grading_active() -> bool:
 
 # --- tolerances -------------------------------------------------------------------------
 
-# Machine epsilon (2 x unit roundoff) by dtype; seed 004's table gives bf16 7.81e-3,
+# Machine epsilon (2 x unit roundoff) by dtype; the lecture's table of formats gives bf16 7.81e-3,
 # half 9.77e-4, single 1.19e-7, double 2.22e-16. TF32 keeps FP16's 10-bit mantissa.
 EPS = {"fp64": 2.22e-16, "fp32": 1.19e-7, "tf32": 9.77e-4, "fp16": 9.77e-4, "bf16": 7.81e-3,
        "fp8": 0.125, "int8": 0.0, "int4": 0.0}
@@ -455,3 +456,37 @@ def check_cases(student: Callable, reference_fn: Callable, cases: Iterable[Case]
 
 from .boundary import (AxesSnapshot, Raised, StudentFunction, call_student, draw, exercise, quiet,  # noqa: E402
                        run_student, student_side)
+
+
+# --- how a failed check looks in a notebook ---------------------------------------------------
+
+def _without_package_frames(tb: Any) -> Any:
+    """The traceback ``tb`` without the frames of code inside the package."""
+    frames = []
+    while tb is not None:
+        if not _references.in_package(tb.tb_frame.f_code):
+            frames.append((tb.tb_frame, tb.tb_lasti, tb.tb_lineno))
+        tb = tb.tb_next
+    out = None
+    for frame, lasti, lineno in reversed(frames):
+        out = types.TracebackType(out, frame, lasti, lineno)
+    return out
+
+
+def _show_teaching_message(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None):
+    """IPython's handler for a failed check: the cell's own frames and the teaching message, without
+    the frames of the package the check ran in (IPython always shows the frame an exception was
+    raised in, even one marked ``__tracebackhide__``)."""
+    return shell.showtraceback((etype, value, _without_package_frames(tb)), tb_offset=tb_offset)
+
+
+def _install_notebook_display() -> None:
+    """In an IPython kernel (a student's notebook, nbgrader's autograde and validate), show a
+    failed check as its teaching message only."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is not None and not getattr(shell, "custom_exceptions", ()):
+        shell.set_custom_exc((GradingError,), _show_teaching_message)
+
+
+_install_notebook_display()

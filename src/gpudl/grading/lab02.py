@@ -12,19 +12,29 @@ The timers are checked against work of known duration that shows each classic mi
 - for the GPU timer, ``gpudl.bench.SimulatedGPU``: asynchronous work on a timeline, so a
   timer that does not synchronise sees only the launch, exactly as on a real GPU; on a GPU
   the same check also times a real matmul against ``gpudl.bench.time_cuda``.
+
+Where the checks run. A timer can only be watched where it runs: the student's timer, its work
+(``_SleepWork``, a ``SimulatedGPU`` kernel, a CUDA matmul), the ``matmul`` and ``timer`` handed
+to ``matmul_tflops``, the fake ``measure``, the printed output and the tqdm bars of the sweep
+all live in the student's process, in the ``@student_side`` adapters below, which return plain
+data: the figure, the number of calls, whether the device was idle when the timer returned,
+what the simulated device ran, the TF32 setting afterwards. The reference timings, the figures
+the student's are compared with and every verdict stay in the check.
 """
 from __future__ import annotations
 
 import contextlib
 import math
 import time
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import bench, hardware
-from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, check_choice, guard, quiet,
-               ratio_hint, rng)
+from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, check_choice, draw,
+               exercise, quiet, ratio_hint, rng, run_student, student_side)
+from .boundary import AxesSnapshot
 
 LAB = "lab02"
 
@@ -36,18 +46,40 @@ _TIMER_FORBID = (bench.time_cpu, bench.time_cuda, bench.matmul_tflops, "gpudl.be
 
 
 def _fmt(seconds: float) -> str:
-    return bench._fmt_time(seconds) if seconds > 0 else f"{seconds:.3g} s"
+    if seconds <= 0:
+        return f"{seconds:.3g} s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _plain_number(value: Any) -> Any:
+    """(Student side) a timer's or rate's result as it crosses: a float, or what it is instead."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = repr(value)
+    out = {"type": type(value).__name__, "repr": text if len(text) <= 120 else text[:117] + "...",
+           "has_median": value is not None and hasattr(value, "median")}
+    if value is not None and not out["has_median"]:
+        try:
+            out["float"] = float(value)
+        except (TypeError, ValueError):
+            pass
+    return out
 
 
 def _as_seconds(value: Any, what: str) -> float:
-    if value is None:
-        raise GradingError(f"{what} returned None: did you forget a `return`?")
-    if hasattr(value, "median") and not isinstance(value, (int, float)):
-        raise GradingError(f"{what} returned a {type(value).__name__}; return the median in seconds, a float")
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise GradingError(f"{what} returned {value!r}; return the median time in seconds, a float") from None
+    __tracebackhide__ = True
+    if isinstance(value, dict):
+        if value["type"] == "NoneType":
+            raise GradingError(f"{what} returned None: did you forget a `return`?")
+        if value["has_median"]:
+            raise GradingError(f"{what} returned a {value['type']}; return the median in seconds, a float")
+        if "float" not in value:
+            raise GradingError(f"{what} returned {value['repr']}; return the median time in seconds, a float")
+        value = value["float"]
+    seconds = float(value)
     if not math.isfinite(seconds) or seconds < 0:
         raise GradingError(f"{what} returned {seconds!r}; a time is finite and non-negative")
     return seconds
@@ -55,11 +87,12 @@ def _as_seconds(value: Any, what: str) -> float:
 
 # --- 1. the FLOP count ------------------------------------------------------------------------
 
+@exercise
 def gemm_flops(fn: Callable, hidden: bool = False) -> None:
     """``fn(m, n, k)`` -> FLOPs of C = A @ B with A (m, k) and B (k, n)."""
     __tracebackhide__ = True
     if not hidden:
-        cases = [Case((2000, 2000, 2000), label="the seed's N = 2000 (16 GFLOP)"),
+        cases = [Case((2000, 2000, 2000), label="the lecture's N = 2000 (16 GFLOP)"),
                  Case((4096, 1024, 512), label="m=4096, n=1024, k=512")]
     else:
         g = rng(f"{LAB}.gemm_flops")
@@ -146,47 +179,73 @@ def _timer_problem(got: float, ref: float, probe: dict[str, Any], *, gpu: bool) 
 
 def _judge_timer(measure_once: Callable[[], tuple[float, float, int]], probe: dict[str, Any], *, gpu: bool) -> int:
     """Run ``measure_once`` -> (student's figure, bench's figure, calls of fn); a wrong figure is
-    measured once more (a busy machine can delay one run) before it fails. Returns the calls."""
+    measured up to twice more before it fails: a busy machine can delay a few runs of an honest
+    timer (its median of 5 moves more easily than bench's of many), while a wrong timer is wrong
+    every time. Returns the calls."""
     __tracebackhide__ = True
-    got, ref, calls = measure_once()
-    problem = _timer_problem(got, ref, probe, gpu=gpu)
-    if problem is not None:
+    for _ in range(3):
         got, ref, calls = measure_once()
         problem = _timer_problem(got, ref, probe, gpu=gpu)
-    if problem is not None:
-        raise GradingError(problem)
-    return calls
+        if problem is None:
+            return calls
+    raise GradingError(problem)
 
 
-def _run_timer(fn: Callable, work: Callable, *extra: Any, warmup: int, repeats: int, what: str, gpu: bool) -> float:
-    """The student's timer on ``work``, quiet and guarded; a not-ready event is a missing
+def _timer_outcome(result: dict[str, Any], what: str, *, gpu: bool) -> tuple[float, int]:
+    """The student's timer's figure and its number of calls of ``fn``, from what the adapter
+    saw; a not-ready event, or a device still busy when the timer returned, is a missing
     synchronisation."""
     __tracebackhide__ = True
-    if not callable(fn):
-        raise GradingError(f"expected a function, got {type(fn).__name__}: did you overwrite its name?")
-    with quiet(), guard(*_TIMER_FORBID, label="the timer exercise"):
-        try:
-            value = fn(work, *extra, warmup=warmup, repeats=repeats)
-        except GradingError:
-            raise
-        except NotImplementedError as exc:
-            raise GradingError(f"{what} is not implemented yet (it raised NotImplementedError)") from exc
-        except RuntimeError as exc:
-            if gpu and "not ready" in str(exc):
-                raise GradingError(
-                    f"{what} read an event the device had not reached yet ({exc}).\nGPU work is asynchronous: "
-                    "synchronise (gpu.synchronize() or end.synchronize()) before elapsed_time.") from None
-            raise GradingError(f"{what} raised RuntimeError: {exc}") from exc
-        except Exception as exc:  # noqa: BLE001 - student code
-            raise GradingError(f"{what} raised {type(exc).__name__}: {exc}") from exc
+    if "not_ready" in result and not gpu:
+        raise GradingError(f"{what} raised RuntimeError: {result['not_ready']}")
+    if "not_ready" in result:
+        raise GradingError(
+            f"{what} read an event the device had not reached yet ({result['not_ready']}).\nGPU work is asynchronous: "
+            "synchronise (gpu.synchronize() or end.synchronize()) before elapsed_time.")
     # An honest timer waits for the work it timed, so the device is idle when it returns. This
     # catches a missing synchronisation whatever the figure: on a fast GPU the launch of a
     # small matmul (with the guard's profiling hook) can take half as long as the matmul.
-    if gpu and extra and not _device_idle(extra[0]):
-        shown = _fmt(value) if isinstance(value, float) else repr(value)
+    if gpu and not result["idle"]:
+        value = result["value"]
+        shown = _fmt(value) if isinstance(value, float) else value["repr"]
         raise GradingError(f"{what} returned {shown} while the device was still running the work it timed.\n"
                            f"{_NO_SYNC}")
-    return _as_seconds(value, what)
+    return _as_seconds(result["value"], what), int(result["calls"])
+
+
+def _timer_call(fn: Callable, work: Callable, *extra: Any, warmup: int, repeats: int) -> dict[str, Any]:
+    """(Student side) ``fn(work, *extra, warmup=, repeats=)``; a "not ready" RuntimeError is
+    reported as such, for the check to explain."""
+    try:
+        value = fn(work, *extra, warmup=warmup, repeats=repeats)
+    except RuntimeError as exc:
+        if isinstance(exc, NotImplementedError) or "not ready" not in str(exc):
+            raise
+        return {"not_ready": str(exc)}
+    return {"value": _plain_number(value)}
+
+
+@student_side
+def _time_sleep_work(fn: Callable, params: dict[str, Any], warmup: int, repeats: int) -> dict[str, Any]:
+    """(Student side) the student's CPU timer on ``_SleepWork(**params)``."""
+    work = _SleepWork(**params)
+    result = _timer_call(fn, work, warmup=warmup, repeats=repeats)
+    return {**result, "calls": work.calls}
+
+
+@student_side
+def _time_simulated_work(fn: Callable, seconds: float, kw: dict[str, Any], warmup: int,
+                         repeats: int) -> dict[str, Any]:
+    """(Student side) the student's GPU timer on a ``SimulatedGPU`` kernel of ``seconds``;
+    whether the device was idle when the timer returned."""
+    gpu = bench.SimulatedGPU()
+    work = gpu.kernel(seconds, **kw)
+    try:
+        result = _timer_call(fn, work, gpu, warmup=warmup, repeats=repeats)
+        idle = gpu.idle()
+    finally:
+        gpu.synchronize()
+    return {**result, "calls": work.calls, "idle": idle}
 
 
 def _check_calls(calls: int, warmup: int, repeats: int, what: str) -> None:
@@ -214,6 +273,7 @@ def _cpu_probes(hidden: bool) -> list[dict[str, Any]]:
     return probes
 
 
+@exercise
 def cpu_timer(fn: Callable, hidden: bool = False) -> None:
     """``fn(work, warmup=..., repeats=...)`` -> median seconds of ``repeats`` timed calls after
     ``warmup`` untimed ones."""
@@ -225,11 +285,12 @@ def cpu_timer(fn: Callable, hidden: bool = False) -> None:
         w, r = probe["warmup"], probe["repeats"]
 
         def once(params=params, w=w, r=r):
-            work = _SleepWork(**params)
-            got = _run_timer(fn, work, warmup=w, repeats=r, what="cpu_timer", gpu=False)
+            result = run_student(_time_sleep_work, fn, params, w, r, forbid=_TIMER_FORBID,
+                                 label="the timer exercise", what="cpu_timer")
+            got, calls = _timer_outcome(result, "cpu_timer", gpu=False)
             with quiet():
                 ref = bench.time_cpu(_SleepWork(**params), warmup=w, min_runs=5, budget_s=0.3).median
-            return got, ref, work.calls
+            return got, ref, calls
 
         counts.append((_judge_timer(once, probe, gpu=False), w, r))
     for calls, w, r in counts:          # after the figures: a wrong figure has the more telling message
@@ -255,6 +316,7 @@ def _gpu_probes(hidden: bool) -> list[dict[str, Any]]:
                  slow_factor=4.0, warmup=w, repeats=r)]
 
 
+@exercise
 def gpu_timer(fn: Callable, hidden: bool = False) -> None:
     """``fn(work, gpu, warmup=..., repeats=...)`` -> median seconds, timed with ``gpu``'s events.
 
@@ -269,15 +331,14 @@ def gpu_timer(fn: Callable, hidden: bool = False) -> None:
         w, r = probe["warmup"], probe["repeats"]
 
         def once(probe=probe, kw=kw, w=w, r=r):
-            gpu = bench.SimulatedGPU()
-            work = gpu.kernel(probe["seconds"], **kw)
-            got = _run_timer(fn, work, gpu, warmup=w, repeats=r, what="gpu_timer", gpu=True)
-            gpu.synchronize()
+            result = run_student(_time_simulated_work, fn, probe["seconds"], kw, w, r, forbid=_TIMER_FORBID,
+                                 label="the timer exercise", what="gpu_timer")
+            got, calls = _timer_outcome(result, "gpu_timer", gpu=True)
             ref_gpu = bench.SimulatedGPU()
             with quiet():
                 ref = bench.time_cuda(ref_gpu.kernel(probe["seconds"], **kw), api=ref_gpu, warmup=w, min_runs=10,
                                       budget_s=0.3).median
-            return got, ref, work.calls
+            return got, ref, calls
 
         counts.append((_judge_timer(once, probe, gpu=True), w, r))
     for calls, w, r in counts:          # after the figures: a wrong figure has the more telling message
@@ -286,11 +347,12 @@ def gpu_timer(fn: Callable, hidden: bool = False) -> None:
         _gpu_timer_on_cuda(fn, hidden)
 
 
-def _gpu_timer_on_cuda(fn: Callable, hidden: bool) -> None:
-    __tracebackhide__ = True
+@student_side
+def _time_cuda_matmul(fn: Callable, n: int, warmup: int, repeats: int) -> dict[str, Any]:
+    """(Student side) the student's GPU timer on an n^3 FP32 matmul with ``torch.cuda``;
+    whether the stream was idle when the timer returned."""
     import torch
 
-    n = 4096 if hidden else 2048
     g = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(n, n, device="cuda", generator=g)   # (n, n)
     b = torch.randn(n, n, device="cuda", generator=g)   # (n, n)
@@ -300,18 +362,34 @@ def _gpu_timer_on_cuda(fn: Callable, hidden: bool) -> None:
         calls[0] += 1
         return torch.matmul(a, b)
 
+    with bench.allow_tf32(False):
+        try:
+            result = _timer_call(fn, work, torch.cuda, warmup=warmup, repeats=repeats)
+            idle = torch.cuda.current_stream().query()
+        finally:
+            torch.cuda.synchronize()
+    return {**result, "calls": calls[0], "idle": idle}
+
+
+def _gpu_timer_on_cuda(fn: Callable, hidden: bool) -> None:
+    __tracebackhide__ = True
+    import torch
+
+    n = 4096 if hidden else 2048
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(n, n, device="cuda", generator=g)   # (n, n): the same work as the student's timer gets
+    b = torch.randn(n, n, device="cuda", generator=g)   # (n, n)
     probe = dict(label=f"a {n}x{n}x{n} FP32 matmul on the GPU (torch.cuda)", seconds=0.0)
 
     def once():
-        calls[0] = 0
-        got = _run_timer(fn, work, torch.cuda, warmup=3, repeats=10, what="gpu_timer", gpu=True)
-        torch.cuda.synchronize()
-        with quiet():
+        result = run_student(_time_cuda_matmul, fn, n, 3, 10, forbid=_TIMER_FORBID, label="the timer exercise",
+                             what="gpu_timer")
+        got, calls = _timer_outcome(result, "gpu_timer", gpu=True)
+        with quiet(), bench.allow_tf32(False):
             ref = bench.time_cuda(lambda: torch.matmul(a, b), flush_l2=False).median
-        return got, ref, calls[0]
+        return got, ref, calls
 
-    with bench.allow_tf32(False):
-        _check_calls(_judge_timer(once, probe, gpu=True), 3, 10, "gpu_timer")
+    _check_calls(_judge_timer(once, probe, gpu=True), 3, 10, "gpu_timer")
 
 
 # --- 4. TFLOP/s of one matmul ------------------------------------------------------------------
@@ -330,6 +408,79 @@ def _ref_timer_sim(gpu: bench.SimulatedGPU) -> Callable:
     return lambda work: bench.time_cuda(work, api=gpu, min_runs=5, budget_s=0.2, warmup_s=0.01).median
 
 
+@student_side
+def _matmul_tflops_simulated(fn: Callable, n: int, dt: str, tf32_before: bool) -> dict[str, Any]:
+    """(Student side) ``fn(n, dt, timer, matmul, "cpu")`` with the simulated device's matmul and
+    a timer of it, TF32 set to ``tf32_before`` first: its figure, the matmuls the device ran
+    and the TF32 setting it left. The notebook's own TF32 setting is restored afterwards."""
+    gpu = bench.SimulatedGPU(rates=_SIM_RATES)
+    with bench.allow_tf32(tf32_before):
+        try:
+            got = fn(n, dt, _ref_timer_sim(gpu), gpu.matmul, "cpu")
+        finally:
+            tf32_after = bench.tf32_allowed()
+    gpu.synchronize()
+    launches = [{"dtype": launch.dtype, "shape": tuple(launch.shape), "tf32": bool(launch.tf32)}
+                for launch in gpu.launches if launch.name.startswith("matmul")]
+    return {"value": _plain_number(got), "launches": launches, "tf32_after": bool(tf32_after)}
+
+
+class _TimerFailed(RuntimeError):
+    """What the failing timer of the check raises."""
+
+
+def _failing_timer(work: Callable[[], Any]) -> float:
+    raise _TimerFailed("CUDA out of memory (this timer fails on purpose: the test checks that TF32 is restored)")
+
+
+@student_side
+def _matmul_tflops_timer_fails(fn: Callable, n: int, dt: str, tf32_before: bool) -> dict[str, Any]:
+    """(Student side) ``fn`` with a timer that raises, TF32 set to ``tf32_before`` first: the TF32
+    setting it leaves behind. Whatever ``fn`` raises or returns is not judged here."""
+    gpu = bench.SimulatedGPU(rates=_SIM_RATES)
+    with bench.allow_tf32(tf32_before):
+        try:
+            fn(n, dt, _failing_timer, gpu.matmul, "cpu")
+        except NotImplementedError:
+            raise
+        except Exception:  # noqa: BLE001 - the failing timer's error, passed on or not: both are fine
+            pass
+        finally:
+            tf32_after = bench.tf32_allowed()
+    return {"tf32_after": bool(tf32_after)}
+
+
+def _failing_timer_case(fn: Callable, dt: str, tf32_before: bool) -> None:
+    __tracebackhide__ = True
+    where = (f"matmul_tflops(64, {dt!r}, ...) with TF32 {'on' if tf32_before else 'off'} before the call and a "
+             "timer that raises")
+    result = run_student(_matmul_tflops_timer_fails, fn, 64, dt, tf32_before, what=where,
+                         forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
+    if result["tf32_after"] != tf32_before:
+        raise GradingError(
+            f"{where}: after the timer failed, TF32 was {'on' if result['tf32_after'] else 'off'}; it was "
+            f"{'on' if tf32_before else 'off'} before. Restore the setting in a `finally:` block, so that it is put "
+            "back even when timing fails.")
+
+
+def _cuda_timer(work: Callable[[], Any]) -> float:
+    """gpudl's GPU timer, handed to the student's matmul_tflops on a GPU."""
+    return bench.time_cuda(work).median
+
+
+@student_side
+def _matmul_tflops_cuda(fn: Callable, n: int, dt: str) -> dict[str, Any]:
+    """(Student side) ``fn(n, dt, timer, torch.matmul, "cuda")`` with TF32 off before: its
+    figure and whether it left TF32 on."""
+    import torch
+
+    with bench.allow_tf32(False):
+        got = fn(n, dt, _cuda_timer, torch.matmul, "cuda")
+        left_on = bench.tf32_allowed()
+    return {"value": _plain_number(got), "tf32_after": bool(left_on)}
+
+
+@exercise
 def matmul_tflops(fn: Callable, hidden: bool = False) -> None:
     """``fn(n, dtype, timer, matmul=torch.matmul, device=...)`` -> TFLOP/s of an n^3 matmul,
     with TF32 set exactly as ``dtype`` asks and restored afterwards."""
@@ -342,39 +493,33 @@ def matmul_tflops(fn: Callable, hidden: bool = False) -> None:
         cases = [(dt, _sim_size(dt, float(g.uniform(0.0015, 0.003))), bool(g.integers(0, 2)))
                  for dt in g.permutation(["fp32", "tf32", "fp16", "bf16", "fp32"])]
         cases += [("tf32", 512, False), ("fp32", 400, False)]       # TF32 on, then FP32: was it turned off?
-    with bench.allow_tf32(False):      # whatever happens, the notebook's TF32 setting survives the check
-        for dt, n, tf32_before in cases:
-            _one_matmul_case(fn, dt, n, tf32_before)
-        if hardware.device() == "cuda":
-            for dt in ("fp32", "tf32", "fp16", "bf16"):
-                _one_matmul_case_cuda(fn, dt, 4096 if hidden else 2048)
+    for dt, n, tf32_before in cases:
+        _one_matmul_case(fn, dt, n, tf32_before)
+    for dt, tf32_before in (("tf32", False), ("fp32", True)):
+        _failing_timer_case(fn, dt, tf32_before)
+    if hardware.device() == "cuda":
+        for dt in ("fp32", "tf32", "fp16", "bf16"):
+            _one_matmul_case_cuda(fn, dt, 4096 if hidden else 2048)
 
 
 def _one_matmul_case(fn: Callable, dt: str, n: int, tf32_before: bool) -> None:
     __tracebackhide__ = True
     where = f"matmul_tflops({n}, {dt!r}, ...) with TF32 {'on' if tf32_before else 'off'} before the call"
-    gpu = bench.SimulatedGPU(rates=_SIM_RATES)
-    bench._set_tf32_state(("legacy", tf32_before))
-    try:
-        got = call_student(fn, n, dt, _ref_timer_sim(gpu), gpu.matmul, "cpu", what=where,
-                           forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
-    finally:
-        tf32_after = bench.tf32_allowed()
-        bench._set_tf32_state(("legacy", False))
-    gpu.synchronize()
-    launches = [launch for launch in gpu.launches if launch.name.startswith("matmul")]
+    result = run_student(_matmul_tflops_simulated, fn, n, dt, tf32_before, what=where,
+                         forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
+    launches, tf32_after = result["launches"], result["tf32_after"]
     if not launches:
         raise GradingError(f"{where}: the `matmul` you were given was never called. Time `matmul(a, b)` "
                            "(on a GPU it is torch.matmul; here the grader passes a simulated one).")
     storage = bench.torch_dtype(dt)
     for launch in launches:
-        if launch.dtype != hardware.normalize_dtype(storage):
-            raise GradingError(f"{where}: your matrices are {launch.dtype}, but {dt!r} needs {storage} data"
+        if launch["dtype"] != hardware.normalize_dtype(storage):
+            raise GradingError(f"{where}: your matrices are {launch['dtype']}, but {dt!r} needs {storage} data"
                                + (" (TF32 is a math mode for FP32 data)" if dt == "tf32" else ""))
-        if launch.shape != (n, n, n):
-            raise GradingError(f"{where}: you multiplied shapes giving m, n, k = {launch.shape}; "
+        if tuple(launch["shape"]) != (n, n, n):
+            raise GradingError(f"{where}: you multiplied shapes giving m, n, k = {tuple(launch['shape'])}; "
                                f"expected two {n} x {n} matrices")
-        if dt in ("fp32", "tf32") and launch.tf32 != (dt == "tf32"):
+        if dt in ("fp32", "tf32") and launch["tf32"] != (dt == "tf32"):
             if dt == "fp32":
                 raise GradingError(
                     f"{where}: TF32 was allowed while your FP32 matmul ran, so it ran on tensor cores in TF32 "
@@ -387,21 +532,22 @@ def _one_matmul_case(fn: Callable, dt: str, n: int, tf32_before: bool) -> None:
             f"{where}: after your function returned, TF32 was {'on' if tf32_after else 'off'}; it was "
             f"{'on' if tf32_before else 'off'} before. Leave the setting as you found it (save it, and restore it "
             "in a `finally:`): TF32 left on silently turns every later FP32 matmul of the program into TF32.")
-    value = _as_number(got, where)
+    value = _as_number(result["value"], where)
     ref_gpu = bench.SimulatedGPU(rates=_SIM_RATES)
-    with quiet():
+    with quiet(), bench.allow_tf32(False):
         expected = bench.matmul_tflops(n, n, n, dt, ref_gpu, min_runs=5, budget_s=0.2, warmup_s=0.01).tflops
     _compare_rates(value, expected, where)
 
 
 def _as_number(value: Any, where: str) -> float:
     __tracebackhide__ = True
-    if value is None:
-        raise GradingError(f"{where} returned None: did you forget a `return`?")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise GradingError(f"{where} returned {value!r}; return TFLOP/s as a float") from None
+    if isinstance(value, dict):
+        if value["type"] == "NoneType":
+            raise GradingError(f"{where} returned None: did you forget a `return`?")
+        if "float" not in value:
+            raise GradingError(f"{where} returned {value['repr']}; return TFLOP/s as a float")
+        value = value["float"]
+    return float(value)
 
 
 def _compare_rates(value: float, expected: float, where: str) -> None:
@@ -418,17 +564,13 @@ def _compare_rates(value: float, expected: float, where: str) -> None:
 
 def _one_matmul_case_cuda(fn: Callable, dt: str, n: int) -> None:
     __tracebackhide__ = True
-    import torch
-
     where = f"matmul_tflops({n}, {dt!r}, ...) on the GPU"
-    bench._set_tf32_state(("legacy", False))
-    timer = lambda work: bench.time_cuda(work).median   # noqa: E731 - gpudl's timer, handed to the student
-    got = call_student(fn, n, dt, timer, torch.matmul, "cuda", what=where,
-                       forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
-    if bench.tf32_allowed():
+    result = run_student(_matmul_tflops_cuda, fn, n, dt, what=where,
+                         forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
+    if result["tf32_after"]:
         raise GradingError(f"{where}: TF32 was left on after your function returned: restore it.")
-    value = _as_number(got, where)
-    with quiet():
+    value = _as_number(result["value"], where)
+    with quiet(), bench.allow_tf32(False):
         expected = bench.matmul_tflops(n, n, n, dt, "cuda").tflops
     _compare_rates(value, expected, where)
 
@@ -461,6 +603,20 @@ def _tqdm_bars():
         tqdm.std.tqdm.__init__ = original
 
 
+@student_side
+def _run_sweep(fn: Callable, sizes: list, dtypes: list) -> dict[str, Any]:
+    """(Student side) ``fn(sizes, dtypes, measure, progress=False)`` with a fake ``measure``:
+    its result, what it printed, whether each tqdm bar it made was shown, and the calls of
+    ``measure``."""
+    log: list = []
+    with quiet() as out, _tqdm_bars() as bars:
+        got = fn(list(sizes), list(dtypes), _fake_measure(log), progress=False)
+    if isinstance(got, Mapping):
+        got = dict(got)
+    return {"result": got, "printed": out.getvalue(), "bars": list(bars), "log": log}
+
+
+@exercise
 def sweep(fn: Callable, hidden: bool = False) -> None:
     """``fn(sizes, dtypes, measure, progress=True)`` -> {dtype: [measure(n, dtype) for n in sizes]}."""
     __tracebackhide__ = True
@@ -473,16 +629,9 @@ def sweep(fn: Callable, hidden: bool = False) -> None:
                  for _ in range(3)] + [([4096], ["bf16"])]
     for sizes, dtypes in cases:
         where = f"sweep({sizes}, {dtypes}, measure, progress=False)"
-        log: list = []
-        with quiet() as out, _tqdm_bars() as bars, guard(bench.matmul_sweep, bench.matmul_tflops,
-                                                           label="the sweep exercise"):
-            try:
-                got = fn(list(sizes), list(dtypes), _fake_measure(log), progress=False)
-            except NotImplementedError as exc:
-                raise GradingError("sweep is not implemented yet (it raised NotImplementedError)") from exc
-            except Exception as exc:  # noqa: BLE001 - student code
-                raise GradingError(f"{where} raised {type(exc).__name__}: {exc}") from exc
-        printed = out.getvalue()
+        seen = run_student(_run_sweep, fn, list(sizes), list(dtypes), forbid=[bench.matmul_sweep, bench.matmul_tflops],
+                           label="the sweep exercise", what=where)
+        got, printed, bars, log = seen["result"], seen["printed"], seen["bars"], seen["log"]
         if printed.strip() or any(bars):
             shown = f"printed {printed.strip()[:120]!r}" if printed.strip() else "showed a progress bar"
             raise GradingError(f"{where} {shown}. With progress=False show and print nothing: "
@@ -492,7 +641,7 @@ def sweep(fn: Callable, hidden: bool = False) -> None:
             raise GradingError(f"{where} returned a {type(got).__name__}; return a dict {{dtype: [TFLOP/s per size]}}")
         expected = {dt: [_fake_measure([])(n, dt) for n in sizes] for dt in dtypes}
         if set(got) != set(expected):
-            raise GradingError(f"{where} has keys {sorted(got)}; expected one per dtype: {sorted(expected)}")
+            raise GradingError(f"{where} has keys {sorted(got, key=str)}; expected one per dtype: {sorted(expected)}")
         for dt in dtypes:
             try:
                 assert_close(np.asarray(got[dt], dtype=float), np.asarray(expected[dt]), rtol=1e-12, atol=0.0,
@@ -507,12 +656,11 @@ def sweep(fn: Callable, hidden: bool = False) -> None:
 
 # --- 6. the plot -----------------------------------------------------------------------------------
 
+@exercise
 def plot_sweep(fn: Callable, hidden: bool = False) -> None:
     """``fn(ax, sizes, results, peaks)``: one line per dtype (label = dtype) of TFLOP/s against n,
     a horizontal line at each known peak, a log x axis."""
     __tracebackhide__ = True
-    import matplotlib.pyplot as plt
-
     if not hidden:
         setups = [([256, 512, 1024, 2048], {"fp32": [5.0, 20.0, 40.0, 50.0], "bf16": [20.0, 150.0, 500.0, 700.0]},
                    {"fp32": 66.9, "bf16": 989.4})]
@@ -527,13 +675,9 @@ def plot_sweep(fn: Callable, hidden: bool = False) -> None:
             setups.append((sizes, results, peaks))
         setups.append(([64, 128], {"fp32": [0.01, 0.02]}, {"fp32": None}))   # the CPU: no peak known
     for sizes, results, peaks in setups:
-        fig, ax = plt.subplots()
-        try:
-            call_student(fn, ax, list(sizes), {k: list(v) for k, v in results.items()}, dict(peaks),
-                         label="the sweep plot", what="plot_sweep")
-            _inspect_sweep_plot(ax, sizes, results, peaks)
-        finally:
-            plt.close(fig)
+        ax = draw(fn, list(sizes), {k: list(v) for k, v in results.items()}, dict(peaks),
+                  label="the sweep plot", what="plot_sweep")
+        _inspect_sweep_plot(ax, sizes, results, peaks)
 
 
 def _horizontal_at(line, y: float) -> bool:
@@ -541,7 +685,7 @@ def _horizontal_at(line, y: float) -> bool:
     return ys.size >= 2 and np.allclose(ys, y, rtol=1e-6)
 
 
-def _inspect_sweep_plot(ax, sizes, results, peaks) -> None:
+def _inspect_sweep_plot(ax: AxesSnapshot, sizes, results, peaks) -> None:
     __tracebackhide__ = True
     if ax.get_xscale() != "log":
         raise GradingError(f"the x axis is {ax.get_xscale()}: sizes double from point to point, so use a log scale "
@@ -589,13 +733,14 @@ def _spec_dtype_cases(g: np.random.Generator, n: int) -> list[tuple[str, str]]:
     return out
 
 
+@exercise
 def fraction_of_peak(fn: Callable, hidden: bool = False) -> None:
     """``fn(tflops, spec, dtype)`` -> the fraction of ``spec``'s peak for ``dtype``; raises
     ValueError for a figure above peak."""
     __tracebackhide__ = True
     if not hidden:
         good = [(700.0, "H200", "bf16"), (51.0, "H200", "fp32"), (18.0, "A100", "fp32"), (400.0, "H100-SXM", "tf32")]
-        above = [(13500.0, "H200", "fp32")]          # the seed's code, run on an H200
+        above = [(13500.0, "H200", "fp32")]          # the lecture's code, run on an H200
     else:
         g = rng(f"{LAB}.fraction_of_peak")
         good = [(float(g.uniform(0.02, 0.98)) * hardware.peak_flops(s, d) / 1e12, s, d)
@@ -611,17 +756,29 @@ def fraction_of_peak(fn: Callable, hidden: bool = False) -> None:
                        2.0: "a factor of 2: the peak of the wrong dtype or units (CUDA cores vs tensor cores)?"})
     for t, s, d in above:
         where = f"fraction_of_peak({t:.4g}, SPECS[{s!r}], {d!r})"
-        with quiet():
-            try:
-                value = fn(t, hardware.SPECS[s], d)
-            except ValueError:
+        seen = run_student(_fraction_or_raise, fn, t, hardware.SPECS[s], d, label="the fraction of peak", what=where)
+        if "raised" in seen:
+            if seen["value_error"]:
                 continue
-            except Exception as exc:  # noqa: BLE001 - student code
-                raise GradingError(f"{where} raised {type(exc).__name__}: {exc}; raise a ValueError") from exc
-        raise GradingError(f"{where} returned {value!r}, but {t:.4g} TFLOP/s is "
+            raise GradingError(f"{where} raised {seen['raised']}: {seen['message']}; raise a ValueError")
+        raise GradingError(f"{where} returned {seen['value']}, but {t:.4g} TFLOP/s is "
                            f"{t * 1e12 / hardware.peak_flops(s, d):.3g}x the {s}'s {d} peak: no kernel beats peak. "
                            "Raise ValueError for a fraction above 1: the measurement is broken (no synchronisation, "
                            "wrong FLOP count), and a figure above peak must never reach a plot.")
+
+
+@student_side
+def _fraction_or_raise(fn: Callable, tflops: float, spec: hardware.GPUSpec, dtype: str) -> dict[str, Any]:
+    """(Student side) ``fn(tflops, spec, dtype)``: what it returned (as text), or the exception it
+    raised and whether that is a ValueError. NotImplementedError is not caught."""
+    try:
+        value = fn(tflops, spec, dtype)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the student's code raises is judged by the check
+        return {"raised": type(exc).__name__, "value_error": isinstance(exc, ValueError), "message": str(exc)[:500]}
+    text = repr(value)
+    return {"value": text if len(text) <= 120 else text[:117] + "..."}
 
 
 # --- 8. regimes ----------------------------------------------------------------------------------
@@ -630,6 +787,7 @@ def _regime_ref(n, sms, peak_flops, launch_overhead_s=5e-6, tile=128):
     return bench.gemm_regime(n, n, n, sms, peak_flops, launch_overhead_s=launch_overhead_s, tile=tile)
 
 
+@exercise
 def regime(fn: Callable, hidden: bool = False) -> None:
     """``fn(n, sms, peak_flops, launch_overhead_s=5e-6, tile=128)`` -> "launch", "underfilled",
     "waves" or "compute"."""
@@ -639,6 +797,10 @@ def regime(fn: Callable, hidden: bool = False) -> None:
     if not hidden:
         cases = [Case((n, h100.sms, fp32), label=f"n = {n} on an H100 in FP32") for n in (128, 1024, 1536, 8192)]
         cases.append(Case((1024, h100.sms, bf16), label="n = 1024 on an H100 in BF16"))
+        cases.append(Case((1536, h100.sms, bf16), label="n = 1536 on an H100 in BF16: 2 n^3 = 7.2 GFLOP take 7.3 us "
+                                                        "at peak, more than a launch"))
+        cases.append(Case((1025, 64, 1e13), label="n = 1025 on 64 SMs: a partial 9th row and column of tiles "
+                                                  "(ceil(1025 / 128) = 9)"))
     else:
         g = rng(f"{LAB}.regime")
         cases = []
@@ -663,16 +825,19 @@ def regime(fn: Callable, hidden: bool = False) -> None:
 
 # --- 9. questions --------------------------------------------------------------------------------
 
-_ANSWERS = {"seed": "cc59aecdf8d1a49ca6dd5831dcb45344", "first_call": "fa26acd79712cb4e2c367cc6ab11b978"}
+# (The first answer's digest keeps the key it was made with; no student reads it.)
+_ANSWERS = {"lecture_code": "cc59aecdf8d1a49ca6dd5831dcb45344", "first_call": "fa26acd79712cb4e2c367cc6ab11b978"}
 
 
-def seed_question(answer: str) -> None:
+@exercise
+def lecture_code_question(answer: str) -> None:
     """Why does the lecture's code report ~13,500 TFLOP/s for a 6000^3 FP32 matmul on an H200?"""
     __tracebackhide__ = True
-    check_choice("lab02", answer, "ABCD", _ANSWERS["seed"], "when does torch.matmul on a GPU return, and what did "
-                 "time.time() measure between its two readings?", question="seed")
+    check_choice("lab02", answer, "ABCD", _ANSWERS["lecture_code"], "when does torch.matmul on a GPU return, and "
+                 "what did time.time() measure between its two readings?", question="seed")
 
 
+@exercise
 def first_call_question(answer: str) -> None:
     """Which of these make a GPU matmul's first call slower than the next ones?"""
     __tracebackhide__ = True

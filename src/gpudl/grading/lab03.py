@@ -14,6 +14,11 @@ Some checks watch *how* the answer is computed, not only what it is:
   matrix, and wide margins, all NaN): entries never written stay NaN, writes outside C change
   the guard band, and reads outside A and B bring NaN in;
 - the batched GEMM gets arrays that refuse ``@`` and count per-matrix indexing ``A[b]``.
+
+Those watching arrays, and the Triton kernel's buffer, live in the student's process: each is made
+there by a ``@student_side`` adapter that calls the student's function and returns plain data
+(C, the log of reads or tile products, what the kernel wrote where). The check draws the cases,
+computes the expected answers and judges.
 """
 from __future__ import annotations
 
@@ -24,8 +29,8 @@ import numpy as np
 
 from .. import gemm
 from ..hardware import device
-from . import (EPS, Case, GradingError, answer_digest, assert_close, assert_equal, call_student, check_cases, rng,
-               tolerance)
+from . import (EPS, Case, GradingError, answer_digest, assert_close, assert_equal, check_cases, exercise, rng,
+               run_student, student_side, tolerance)
 
 LAB = "lab03"
 _GEMM_REFERENCES = [gemm.gemm_reference, gemm.gemm_loops, gemm.gemm_outer, gemm.gemm_blocked,
@@ -93,6 +98,20 @@ def _expected_reads(m: int, n: int, k: int, order: str) -> tuple[list, list]:
     return _dedup(a_reads), _dedup(b_reads)
 
 
+def _plain_array(x: Any) -> Any:
+    """(Student side) an ndarray subclass as a plain ndarray; anything else as it is."""
+    return x.view(np.ndarray) if isinstance(x, np.ndarray) else x
+
+
+@student_side
+def _loop_order_traced(fn: Callable, A: np.ndarray, B: np.ndarray, order: str) -> dict[str, Any]:
+    """(Student side) ``fn`` on matrices that log their element reads: C and the log."""
+    log: list = []
+    C = fn(_Traced(A, "A", log), _Traced(B, "B", log), order)
+    return {"C": _plain_array(C), "log": log}
+
+
+@exercise
 def loop_order(fn: Callable, hidden: bool = False) -> None:
     """``fn(A, B, order)`` -> C, reading ``A[i, k]`` and ``B[k, j]`` in the loop order asked."""
     __tracebackhide__ = True
@@ -105,10 +124,10 @@ def loop_order(fn: Callable, hidden: bool = False) -> None:
                   for _ in range(6)] + [(1, 1, 1, "kji"), (4, 1, 3, "jki")]
     for m, n, k, order in shapes:
         A, B = g.standard_normal((m, k)), g.standard_normal((k, n))
-        log: list = []
         where = f"gemm_loop_order(A {A.shape}, B {B.shape}, order={order!r})"
-        C = call_student(fn, _Traced(A, "A", log), _Traced(B, "B", log), order, forbid=_GEMM_REFERENCES,
-                         label="the loop orders", what=where)
+        seen = run_student(_loop_order_traced, fn, A, B, order, forbid=_GEMM_REFERENCES, label="the loop orders",
+                           what=where)
+        C, log = seen["C"], [tuple(x) for x in seen["log"]]
         try:
             assert_close(C, A @ B, k=k, name="C")
         except GradingError as exc:
@@ -150,6 +169,7 @@ def _orders(answer: Any, what: str) -> list[str]:
     return sorted(set(out))
 
 
+@exercise
 def traffic_question(best: Any, worst: Any) -> None:
     """BEST_ORDER: the order that moves the least data; WORST_ORDERS: the two that move the most."""
     __tracebackhide__ = True
@@ -192,6 +212,17 @@ class _TileWatch(np.ndarray):
         return super().__array_function__(func, types, args, kwargs)
 
 
+@student_side
+def _blocked_watched(fn: Callable, A: np.ndarray, B: np.ndarray, block: int) -> dict[str, Any]:
+    """(Student side) ``fn`` on arrays that log their tile products: C and the products' shapes."""
+    _TILE_PRODUCTS.clear()
+    C = fn(A.view(_TileWatch), B.view(_TileWatch), block)
+    products = list(_TILE_PRODUCTS)
+    _TILE_PRODUCTS.clear()
+    return {"C": _plain_array(C), "products": products}
+
+
+@exercise
 def blocked(fn: Callable, hidden: bool = False) -> None:
     """``fn(A, B, block)`` -> A @ B, computed as products of tiles of at most block x block."""
     __tracebackhide__ = True
@@ -206,14 +237,15 @@ def blocked(fn: Callable, hidden: bool = False) -> None:
             cases.append((int(g.integers(1, 70)), int(g.integers(1, 70)), int(g.integers(1, 70)), b))
         cases += [(7, 5, 6, 1), (10, 12, 9, 50), (1, 1, 1, 3), (40, 3, 64, 16)]
     for m, n, k, b in cases:
-        A = g.standard_normal((m, k)).view(_TileWatch)
-        B = g.standard_normal((k, n)).view(_TileWatch)
+        A = g.standard_normal((m, k))
+        B = g.standard_normal((k, n))
         where = f"gemm_blocked(A {A.shape}, B {B.shape}, block={b})"
-        _TILE_PRODUCTS.clear()
-        C = call_student(fn, A, B, b, forbid=_GEMM_REFERENCES, label="the blocked GEMM", what=where)
-        products = list(_TILE_PRODUCTS)
+        seen = run_student(_blocked_watched, fn, A, B, b, forbid=_GEMM_REFERENCES, label="the blocked GEMM",
+                           what=where)
+        C = seen["C"]
+        products = [(tuple(sa), tuple(sb)) for sa, sb in seen["products"]]
         try:
-            assert_close(np.asarray(C), A.view(np.ndarray) @ B.view(np.ndarray), k=k, name="C")
+            assert_close(C, A @ B, k=k, name="C")
         except GradingError as exc:
             edge = " (the sizes are not multiples of the block: are the edge tiles included?)" \
                 if m % b or n % b or k % b else ""
@@ -234,11 +266,13 @@ def blocked(fn: Callable, hidden: bool = False) -> None:
 
 # --- 4. the traffic formula --------------------------------------------------------------------
 
+@exercise
 def traffic(fn: Callable, hidden: bool = False) -> None:
     """``fn(n, block)`` -> words moved by blocked GEMM on n x n matrices."""
     __tracebackhide__ = True
     if not hidden:
-        cases = [Case((64, 16), label="n=64, block=16 (N = 4 blocks per side)"), Case((48, 8))]
+        cases = [Case((64, 16), label="n=64, block=16 (N = 4 blocks per side)"), Case((48, 8)),
+                 Case((100, 30), label="n=100, block=30: N = ceil(100 / 30) = 4, the edge tiles are smaller")]
     else:
         g = rng(f"{LAB}.traffic")
         cases = []
@@ -255,12 +289,14 @@ def traffic(fn: Callable, hidden: bool = False) -> None:
 
 # --- 5. the block that fits -----------------------------------------------------------------------
 
+@exercise
 def block_size(fn: Callable, hidden: bool = False) -> None:
     """``fn(fast_memory_words)`` -> the largest b with 3 b^2 <= fast_memory_words."""
     __tracebackhide__ = True
     if not hidden:
         cases = [Case((768,), label="768 words (three 16x16 tiles)"),
-                 Case((12288,), label="48 KiB of FP32 = 12288 words")]
+                 Case((12288,), label="48 KiB of FP32 = 12288 words"),
+                 Case((767,), label="767 words: one word short of three 16x16 tiles (round down)")]
     else:
         g = rng(f"{LAB}.block_size")
         cases = [Case((int(w),)) for w in np.exp(g.uniform(np.log(3), np.log(1e9), size=6)).astype(np.int64)]
@@ -362,33 +398,52 @@ def _triton_cases(hidden: bool) -> list[dict[str, Any]]:
     return cases
 
 
+@exercise
 def triton_matmul(fn: Callable, hidden: bool = False) -> None:
     """``fn(a, b, c, block_m, block_n, block_k, group_m)`` writes a @ b into c (FP16, any strides)."""
     __tracebackhide__ = True
     torch = _torch()
-    dev = device()
     seed = 5 if not hidden else int(rng(f"{LAB}.triton.data").integers(2**31))
     gen = torch.Generator().manual_seed(seed)
     for case in _triton_cases(hidden):
         M, N, K, (bm, bn, bk), gm = case["M"], case["N"], case["K"], case["tiles"], case["group"]
-        arena = _Arena(M, N, K, max(bm, bn, bk), torch.float16, dev, case["bt"])
         if case["data"] == "uniform":
             a, b = torch.rand(M, K, generator=gen), torch.rand(K, N, generator=gen)
         else:
             a, b = torch.randn(M, K, generator=gen), torch.randn(K, N, generator=gen)
-        arena.a.copy_(a.half())
-        arena.b.copy_(b.half())
-        expected = arena.a.double().cpu() @ arena.b.double().cpu()          # exact products of the FP16 inputs
-        before = arena.buffer.clone()
+        a, b = a.half(), b.half()
+        expected = a.double() @ b.double()          # exact products of the FP16 inputs
         layout = "B column-major (strides (1, K+guard))" if case["bt"] else "row-major views"
         where = (f"triton_matmul on ({M}, {K}) @ ({K}, {N}) fp16, {layout}, block_m={bm}, block_n={bn}, "
                  f"block_k={bk}, group_m={gm}")
-        with _no_package_kernel():
-            returned = call_student(fn, arena.a, arena.b, arena.c, bm, bn, bk, gm, forbid=_GEMM_REFERENCES,
-                                    label="the Triton kernel", what=where)
-        if dev == "cuda":
-            torch.cuda.synchronize()
-        _inspect_triton(arena, before, expected, returned, where)
+        seen = run_student(_launch_triton_matmul, fn, a, b, (bm, bn, bk), gm, case["bt"], forbid=_GEMM_REFERENCES,
+                           label="the Triton kernel", what=where)
+        _inspect_triton(seen, expected, K, where)
+
+
+@student_side
+def _launch_triton_matmul(fn: Callable, a: Any, b: Any, tiles: tuple[int, int, int], group_m: int,
+                          b_transposed: bool) -> dict[str, Any]:
+    """(Student side) ``fn(a, b, c, *tiles, group_m)`` on views into a NaN-filled buffer on the
+    lab's device (``_Arena``): what C holds afterwards, which of its entries were never written,
+    what changed outside C, and whether ``fn`` returned a new tensor instead of ``c``."""
+    torch = _torch()
+    dev = device()
+    (M, K), N = tuple(a.shape), int(b.shape[1])
+    arena = _Arena(M, N, K, max(tiles), torch.float16, dev, b_transposed)
+    arena.a.copy_(a.to(dev))
+    arena.b.copy_(b.to(dev))
+    before = arena.buffer.clone()
+    with _no_package_kernel():
+        returned = fn(arena.a, arena.b, arena.c, *tiles, group_m)
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    unwritten = (_bits(arena.c) == _UNWRITTEN).cpu()
+    changed = (_bits(arena.buffer) != _bits(before)) & ~arena.inside_c
+    first = int(torch.nonzero(changed)[0].item()) if changed.any() else -1
+    return {"c": arena.c.double().cpu(), "unwritten": unwritten, "changed": int(changed.sum()),
+            "first_changed": arena.where(first) if first >= 0 else "",
+            "new_tensor": isinstance(returned, torch.Tensor) and returned.data_ptr() != arena.c.data_ptr()}
 
 
 class _no_package_kernel:
@@ -412,14 +467,13 @@ class _no_package_kernel:
         return False
 
 
-def _inspect_triton(arena: _Arena, before, expected, returned, where: str) -> None:
+def _inspect_triton(seen: dict[str, Any], expected, k: int, where: str) -> None:
     __tracebackhide__ = True
     torch = _torch()
-    got = arena.c.double().cpu()
-    unwritten = (_bits(arena.c) == _UNWRITTEN).cpu()
+    got, unwritten = seen["c"], seen["unwritten"]
     if unwritten.all():
         extra = ""
-        if isinstance(returned, torch.Tensor) and returned.data_ptr() != arena.c.data_ptr():
+        if seen["new_tensor"]:
             extra = (": it seems to write a new tensor; write into the `c` it is given (the test passes a view "
                      "into a larger buffer, so c's strides are not (N, 1))")
         raise GradingError(f"{where}: nothing was written into c{extra}")
@@ -429,13 +483,10 @@ def _inspect_triton(arena: _Arena, before, expected, returned, where: str) -> No
                            f"{rows[0].item()}..{rows[-1].item()}, columns {cols[0].item()}..{cols[-1].item()}): does "
                            "the grid have cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) programs, and does each program map "
                            "to its own tile (the grouped order)?")
-    changed = (_bits(arena.buffer) != _bits(before)) & ~arena.inside_c
-    if changed.any():
-        first = int(torch.nonzero(changed)[0].item())
-        raise GradingError(f"{where}: {int(changed.sum())} elements outside C were overwritten, the first at "
-                           f"{arena.where(first)}: a tile that hangs over the edge must store with a mask "
+    if seen["changed"]:
+        raise GradingError(f"{where}: {seen['changed']} elements outside C were overwritten, the first at "
+                           f"{seen['first_changed']}: a tile that hangs over the edge must store with a mask "
                            "(offs_m < M) & (offs_n < N)")
-    k = arena.K
     rtol_acc, atol_acc = tolerance("fp32", k)
     try:
         # Exact products, summed in FP32 (rtol_acc, atol_acc), then one rounding to FP16 (EPS / 2).
@@ -491,6 +542,15 @@ _BATCHED_FORBIDDEN = ["numpy.einsum", "numpy.dot", "numpy.tensordot", "numpy.inn
                       gemm.gemm_batched_outer] + _GEMM_REFERENCES
 
 
+@student_side
+def _batched_watched(fn: Callable, A: np.ndarray, B: np.ndarray) -> dict[str, Any]:
+    """(Student side) ``fn`` on arrays that refuse ``@`` and count ``A[b]``: C and the count."""
+    _PER_MATRIX[0] = 0
+    C = fn(A.view(_Batch), B.view(_Batch))
+    return {"C": _plain_array(C), "per_matrix": _PER_MATRIX[0]}
+
+
+@exercise
 def batched(fn: Callable, hidden: bool = False) -> None:
     """``fn(A, B)`` -> C with C[b] = A[b] @ B[b], one vectorised computation (no loop over b)."""
     __tracebackhide__ = True
@@ -505,14 +565,14 @@ def batched(fn: Callable, hidden: bool = False) -> None:
         A = g.standard_normal((batch, m, k))
         B = g.standard_normal((batch, k, n))
         where = f"gemm_batched(A {A.shape}, B {B.shape})"
-        _PER_MATRIX[0] = 0
-        C = call_student(fn, A.view(_Batch), B.view(_Batch), forbid=_BATCHED_FORBIDDEN,
-                         label="the batched GEMM", what=where)
+        seen = run_student(_batched_watched, fn, A, B, forbid=_BATCHED_FORBIDDEN, label="the batched GEMM",
+                           what=where)
+        C, per_matrix = seen["C"], int(seen["per_matrix"])
         try:
-            assert_close(np.asarray(C), np.matmul(A, B), k=k, name="C")
+            assert_close(C, np.matmul(A, B), k=k, name="C")
         except GradingError as exc:
             raise GradingError(f"{where}:\n{exc}") from None
-        if _PER_MATRIX[0] >= batch // 2:
-            raise GradingError(f"{where}: your code indexes one matrix at a time ({_PER_MATRIX[0]} times A[b] or "
+        if per_matrix >= batch // 2:
+            raise GradingError(f"{where}: your code indexes one matrix at a time ({per_matrix} times A[b] or "
                                f"B[b]): that is the loop of small calls the batched routine avoids. Work on all "
                                "matrices at once: loop over k only, with A[:, :, k] and B[:, k, :]")

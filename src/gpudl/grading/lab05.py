@@ -8,6 +8,11 @@ unfold or fold.
 
 The find exercise is graded without timing anything: the student's find gets candidates
 whose ``run`` only records that it was called, and a fake timer that reports known times.
+
+Two checks look at objects of the student's process, through ``@student_side`` adapters that
+return plain data: the layout conversion (whether the result shares memory with the input, and
+whether it is stored in its own order) and find (the fake candidates and timer are made there;
+the adapter returns the records and which candidates were timed).
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ import torch
 
 from .. import bench, conv, layout
 from ..conv import Algo, ConvolutionDescriptor
-from . import Case, GradingError, answer_digest, assert_close, assert_equal, call_student, check_cases, rng
+from . import (Case, GradingError, answer_digest, assert_close, assert_equal, call_student, check_cases, exercise, rng,
+               run_student, student_side)
 
 LAB = "lab05"
 
@@ -44,6 +50,7 @@ def _format_cases(g: np.random.Generator, n: int) -> list[tuple[tuple[int, ...],
 
 # --- 1. strides and offsets ------------------------------------------------------------------
 
+@exercise
 def strides(fn: Callable, hidden: bool = False) -> None:
     """``fn(dims, fmt)`` -> strides in the logical order of ``dims``."""
     __tracebackhide__ = True
@@ -70,14 +77,15 @@ def _compare_tuple(actual: Any, expected: tuple, *, name: str, hint: str) -> Non
     assert_equal(actual, tuple(expected), name=name, hint=hint)
 
 
+@exercise
 def offset(fn: Callable, hidden: bool = False) -> None:
     """``fn(coord, strides)`` -> the element offset of ``coord``."""
     __tracebackhide__ = True
-    seed = layout.format_strides((1, 64, 5, 4), "NCHW")
+    table = layout.format_strides((1, 64, 5, 4), "NCHW")
     if not hidden:
-        cases = [Case(((0, 1, 0, 0), seed), label="channel 1 of the seed's NCHW table (starts at 20)"),
-                 Case(((0, 32, 0, 0), seed), label="channel 32 of the seed's table (starts at 640)"),
-                 Case(((0, 63, 4, 3), seed), label="the last element of the seed's table (1279)")]
+        cases = [Case(((0, 1, 0, 0), table), label="channel 1 of the lecture's NCHW table (starts at 20)"),
+                 Case(((0, 32, 0, 0), table), label="channel 32 of the lecture's table (starts at 640)"),
+                 Case(((0, 63, 4, 3), table), label="the last element of the lecture's table (1279)")]
     else:
         g = rng(f"{LAB}.offset")
         cases = []
@@ -92,6 +100,17 @@ def offset(fn: Callable, hidden: bool = False) -> None:
 
 # --- 2. NCHW <-> NHWC ---------------------------------------------------------------------------
 
+@student_side
+def _convert_watched(fn: Callable, src: torch.Tensor) -> dict[str, Any]:
+    """(Student side) ``fn(src)``: the result, whether it is contiguous, and whether it shares
+    memory with ``src`` (which only this process can see)."""
+    out = fn(src)
+    tensor = isinstance(out, torch.Tensor)
+    return {"out": out, "contiguous": bool(tensor and out.is_contiguous()),
+            "view": bool(tensor and layout.is_view(out, src))}
+
+
+@exercise
 def convert(to_nhwc: Callable, to_nchw: Callable, hidden: bool = False) -> None:
     """``to_nhwc(x)`` (N, C, H, W) -> new contiguous (N, H, W, C), and ``to_nchw`` back."""
     __tracebackhide__ = True
@@ -104,7 +123,9 @@ def convert(to_nhwc: Callable, to_nchw: Callable, hidden: bool = False) -> None:
         for fn, src, expected, what in ((to_nhwc, x, x.permute(0, 2, 3, 1), "NCHW -> NHWC"),
                                         (to_nchw, x.permute(0, 2, 3, 1).contiguous(), x, "NHWC -> NCHW")):
             name = getattr(fn, "__name__", "your function")
-            out = call_student(fn, src, forbid=forbid, label="layout conversion", what=f"{name} on shape {tuple(src.shape)}")
+            seen = run_student(_convert_watched, fn, src, forbid=forbid, label="layout conversion",
+                               what=f"{name} on shape {tuple(src.shape)}")
+            out = seen["out"]
             if not isinstance(out, torch.Tensor):
                 raise GradingError(f"{name} returned {type(out).__name__}: return a torch tensor")
             try:
@@ -113,21 +134,22 @@ def convert(to_nhwc: Callable, to_nchw: Callable, hidden: bool = False) -> None:
                 raise GradingError(f"{name} on shape {tuple(src.shape)}:\n{exc}\n"
                                    "NHWC puts the channel last: (N, C, H, W) -> (N, H, W, C) is permute(0, 2, 3, 1); "
                                    "reshape keeps the memory order and only relabels it") from None
-            if not out.is_contiguous():
+            if not seen["contiguous"]:
                 raise GradingError(f"{name}: the values are right but the result is a strided view of the input, "
                                    "not stored in the new order: the exercise asks for a copy (.contiguous())")
-            if layout.is_view(out, src) and not expected.is_contiguous():
+            if seen["view"] and not expected.is_contiguous():
                 raise GradingError(f"{name}: the result shares memory with the input: return a copy")
 
 
 # --- 3. output dims ----------------------------------------------------------------------------
 
+@exercise
 def output_dim(fn: Callable, hidden: bool = False) -> None:
     """``fn(h, r, pad, stride, dilation)`` -> output size."""
     __tracebackhide__ = True
     if not hidden:
-        cases = [Case((128, 3, 1, 1, 1), label="the seed's 128x128 input, 3x3, pad 1"),
-                 Case((7, 3, 0, 2, 1), label="the seed's NHWC CNN: 7 wide, 3x3, stride 2"),
+        cases = [Case((128, 3, 1, 1, 1), label="the lecture's 128x128 input, 3x3, pad 1"),
+                 Case((7, 3, 0, 2, 1), label="the lecture's NHWC CNN: 7 wide, 3x3, stride 2"),
                  Case((10, 3, 0, 1, 2), label="a 3x3 filter with dilation 2")]
     else:
         g = rng(f"{LAB}.output_dim")
@@ -160,6 +182,7 @@ def _conv_case(g: np.random.Generator, groups_max: int = 1) -> tuple:
             return x, wt, pad, stride, dil, groups
 
 
+@exercise
 def im2col(fn: Callable, hidden: bool = False) -> None:
     """``fn(x, r, s, pad, stride, dilation)`` -> (N, C*R*S, P*Q), rows ordered (c, r, s)."""
     __tracebackhide__ = True
@@ -168,6 +191,7 @@ def im2col(fn: Callable, hidden: bool = False) -> None:
         x = torch.arange(2 * 4 * 4, dtype=torch.float64).reshape(1, 2, 4, 4)
         cases = [Case((x, 3, 3, 0, 1, 1), label="a 1x2x4x4 arange input, 3x3, no padding"),
                  Case((x, 3, 3, 1, 1, 1), label="the same with pad 1"),
+                 Case((x, 3, 3, 1, 1, 2), label="the same with pad 1 and dilation 2 (taps 2 apart)"),
                  Case((torch.tensor(g.standard_normal((2, 3, 7, 6))), 3, 2, 1, 2, 1), label="2x3x7x6, 3x2, pad 1, stride 2")]
     else:
         cases = []
@@ -186,6 +210,7 @@ def _gemm_ref(x, w, pad, stride, dilation, groups, mode):
     return conv.conv_forward(x, w, cd, Algo.GEMM)
 
 
+@exercise
 def conv2d_gemm(fn: Callable, hidden: bool = False) -> None:
     """``fn(x, w, pad, stride, dilation, groups, mode)`` -> (N, K, P, Q)."""
     __tracebackhide__ = True
@@ -196,7 +221,8 @@ def conv2d_gemm(fn: Callable, hidden: bool = False) -> None:
         w2 = torch.tensor(g.standard_normal((6, 2, 3, 3)))
         cases = [Case((x, w, 1, 1, 1, 1, "CROSS_CORRELATION"), label="2x4x6x5, 6 filters 3x3, pad 1"),
                  Case((x, w, 1, 1, 1, 1, "CONVOLUTION"), label="the same in CONVOLUTION mode"),
-                 Case((x, w2, 0, 2, 1, 2, "CROSS_CORRELATION"), label="groups=2, stride 2")]
+                 Case((x, w2, 0, 2, 1, 2, "CROSS_CORRELATION"), label="groups=2, stride 2"),
+                 Case((x, w, 2, 1, 2, 1, "CROSS_CORRELATION"), label="dilation 2, pad 2")]
     else:
         cases = []
         for i in range(8):
@@ -226,6 +252,7 @@ def _matrices(bt: Any, gm: Any, at: Any) -> tuple[np.ndarray, np.ndarray, np.nda
     return tuple(out)
 
 
+@exercise
 def winograd_f23(fn: Callable, bt: Any, gm: Any, at: Any, hidden: bool = False) -> None:
     """``fn(d, g)`` -> the 2 outputs of F(2, 3); the matrices ``BT`` (4x4), ``G`` (4x3), ``AT`` (2x4)
     must satisfy ``AT @ ((G @ g) * (BT @ d)) == correlate(d, g)`` for every d, g."""
@@ -250,12 +277,13 @@ def winograd_f23(fn: Callable, bt: Any, gm: Any, at: Any, hidden: bool = False) 
             raise GradingError(f"winograd_f23(d={d.round(3).tolist()}, g={w.round(3).tolist()}):\n{exc}") from None
 
 
+@exercise
 def winograd_conv(fn: Callable, hidden: bool = False) -> None:
     """``fn(x, w)`` -> the stride-1 cross-correlation (N, K, H-2, W-2) of an (already padded)
     input with 3x3 filters, by Winograd F(2x2, 3x3)."""
     __tracebackhide__ = True
     g = rng(f"{LAB}.winograd_conv") if hidden else np.random.default_rng(17)
-    shapes = [((1, 1, 4, 4), 1), ((2, 3, 6, 8), 4)] if not hidden else \
+    shapes = [((1, 1, 4, 4), 1), ((2, 3, 6, 8), 4), ((1, 2, 7, 9), 3)] if not hidden else \
         [((int(g.integers(1, 3)), int(g.integers(1, 5)), int(g.integers(3, 12)), int(g.integers(3, 12))),
           int(g.integers(1, 5))) for _ in range(5)] + [((1, 2, 7, 9), 3), ((2, 1, 3, 3), 2)]
     cases = []
@@ -278,14 +306,19 @@ def _workspace_ref(algo, x_shape, w_shape, pad, stride, dilation, groups, bytes_
     return conv.workspace_size(algo, conv.TensorDescriptor(dt, x_shape), conv.FilterDescriptor(dt, "NCHW", *w_shape), cd)
 
 
+@exercise
 def workspace_bytes(fn: Callable, hidden: bool = False) -> None:
     """``fn(algo, x_shape, w_shape, pad, stride, dilation, groups, bytes_per_element)`` -> bytes."""
     __tracebackhide__ = True
     if not hidden:
-        cases = [Case(("GEMM", (1, 128, 128, 128), (128, 128, 3, 3), 1, 1, 1, 1, 4), label="the seed's 3x3 case (72 MB)"),
-                 Case(("GEMM", (1, 128, 128, 128), (128, 128, 11, 11), 5, 1, 1, 1, 4), label="the seed's 11x11 case (968 MB)"),
+        cases = [Case(("GEMM", (1, 128, 128, 128), (128, 128, 3, 3), 1, 1, 1, 1, 4), label="the lecture's 3x3 case (72 MB)"),
+                 Case(("GEMM", (1, 128, 128, 128), (128, 128, 11, 11), 5, 1, 1, 1, 4), label="the lecture's 11x11 case (968 MB)"),
                  Case(("IMPLICIT_GEMM", (1, 128, 128, 128), (128, 128, 3, 3), 1, 1, 1, 1, 4), label="IMPLICIT_GEMM"),
-                 Case(("WINOGRAD", (2, 4, 8, 8), (6, 4, 3, 3), 1, 1, 1, 1, 4), label="WINOGRAD, 2x4x8x8, 6 filters")]
+                 Case(("WINOGRAD", (2, 4, 8, 8), (6, 4, 3, 3), 1, 1, 1, 1, 4), label="WINOGRAD, 2x4x8x8, 6 filters"),
+                 Case(("WINOGRAD", (1, 2, 9, 6), (3, 2, 3, 3), 0, 1, 1, 1, 4),
+                      label="WINOGRAD with an odd P = 7: ceil(P/2) tiles down"),
+                 Case(("GEMM", (2, 4, 11, 9), (6, 2, 3, 3), 1, 2, 1, 2, 4),
+                      label="GEMM on a batch of 2, stride 2 (P*Q = 6*5 output pixels), groups=2")]
     else:
         g = rng(f"{LAB}.workspace_bytes")
         cases = []
@@ -366,7 +399,7 @@ class _Bench:
         return bench.Measurement(self.times[name], what=name, warmup=1)
 
 
-_SEED_TABLE = [("GEMM", (0.76e-3, 0.75e-3, 0.77e-3, 9.0e-3), 72 * 2**20),
+_LECTURE_TABLE = [("GEMM", (0.76e-3, 0.75e-3, 0.77e-3, 9.0e-3), 72 * 2**20),
                ("IMPLICIT_GEMM", (0.62e-3, 0.61e-3, 0.63e-3), 0),
                ("FFT", (45.3e-3, 45.0e-3, 45.6e-3), 8322 * 2**20),
                ("WINOGRAD", (0.26e-3, 0.25e-3, 0.27e-3, 2.0e-3), int(1.56 * 2**20))]
@@ -374,11 +407,11 @@ _SEED_TABLE = [("GEMM", (0.76e-3, 0.75e-3, 0.77e-3, 9.0e-3), 72 * 2**20),
 
 def _find_setups(hidden: bool) -> list[tuple[list[tuple], dict, int | None, str]]:
     """(rows (name, times, workspace, supported), limit, label) for each case."""
-    seed = [(n, t, m, True) for n, t, m in _SEED_TABLE]
+    table = [(n, t, m, True) for n, t, m in _LECTURE_TABLE]
     if not hidden:
-        return [(seed, None, "the seed's 3x3 table (Quadro GV100)"),
-                ([r if r[0] != "WINOGRAD" else (r[0], r[1], r[2], False) for r in seed], 100 * 2**20,
-                 "the seed's 11x11 case: WINOGRAD unsupported, 100 MiB workspace limit")]
+        return [(table, None, "the lecture's 3x3 table (Quadro GV100)"),
+                ([r if r[0] != "WINOGRAD" else (r[0], r[1], r[2], False) for r in table], 100 * 2**20,
+                 "the lecture's 11x11 case: WINOGRAD unsupported, 100 MiB workspace limit")]
     g = rng(f"{LAB}.find")
     setups = []
     for i in range(4):
@@ -394,6 +427,19 @@ def _find_setups(hidden: bool) -> list[tuple[list[tuple], dict, int | None, str]
     return setups
 
 
+@student_side
+def _run_find(fn: Callable, rows: list, limit: int | None) -> dict[str, Any]:
+    """(Student side) the student's find on fake candidates and a fake timer made from ``rows``
+    (name, times, workspace, supported): its records, and the candidates the timer timed."""
+    fake = _Bench({name: tuple(times) for name, times, _, _ in rows})
+    candidates = [fake.candidate(name, ok, mem) for name, _, mem, ok in rows]
+    got = fn(list(candidates), fake.timer, limit)
+    if isinstance(got, (list, tuple)):
+        got = [tuple(rec) if isinstance(rec, (list, tuple)) else rec for rec in got]
+    return {"records": got, "timed": list(fake.timed)}
+
+
+@exercise
 def find(fn: Callable, hidden: bool = False) -> None:
     """``fn(candidates, timer, workspace_limit=None)`` -> records (name, status, seconds, bytes)."""
     __tracebackhide__ = True
@@ -401,9 +447,8 @@ def find(fn: Callable, hidden: bool = False) -> None:
         fake = _Bench({name: times for name, times, _, _ in rows})
         candidates = [fake.candidate(name, ok, mem) for name, _, mem, ok in rows]
         expected = find_reference(candidates, fake.timer, limit)
-        fake.calls.clear()
-        fake.timed.clear()
-        got = call_student(fn, list(candidates), fake.timer, limit, label="find", what=f"your find on {label}")
+        seen = run_student(_run_find, fn, [list(r) for r in rows], limit, label="find", what=f"your find on {label}")
+        got, timed = seen["records"], list(seen["timed"])
         if not isinstance(got, (list, tuple)):
             raise GradingError(f"your find returned {type(got).__name__}: return a list of records")
         try:
@@ -411,13 +456,13 @@ def find(fn: Callable, hidden: bool = False) -> None:
         except TypeError:
             raise GradingError("each record must be a tuple (name, status, seconds, workspace bytes)") from None
         should_run = [c.name for c in candidates if c.supported and (limit is None or c.workspace <= limit)]
-        if sorted(fake.timed) != sorted(should_run):
-            missing = sorted(set(should_run) - set(fake.timed))
-            extra = sorted(set(fake.timed) - set(should_run))
+        if sorted(timed) != sorted(should_run):
+            missing = sorted(set(should_run) - set(timed))
+            extra = sorted(set(timed) - set(should_run))
             raise GradingError(f"on {label}: every supported candidate within the workspace limit is timed once with "
                                f"the timer" + (f"; not timed: {missing}" if missing else "") +
                                (f"; timed but should not be (over the limit): {extra}" if extra else "") +
-                               (f"; timed more than once: {sorted(fake.timed)}" if not (missing or extra) else ""))
+                               (f"; timed more than once: {sorted(timed)}" if not (missing or extra) else ""))
         if [r[0] for r in got] != [r[0] for r in expected]:
             raise GradingError(f"on {label}: your ranking is {[r[0] for r in got]}, expected {[r[0] for r in expected]}: "
                                "successes by increasing *median* time (Measurement.median), then the candidates that "
@@ -441,6 +486,7 @@ _SAVING = "6d6bd6c39d24c833df598987c763a245"
 
 
 
+@exercise
 def winograd_saving(answer: Any) -> None:
     """How many times fewer multiplies F(2x2, 3x3) needs than direct convolution for a 2x2 output tile."""
     __tracebackhide__ = True
@@ -456,8 +502,9 @@ def winograd_saving(answer: Any) -> None:
 _FLATTEN = "cef0147051bb534510658e9855dbc226"
 
 
+@exercise
 def flatten_layout(answer: Any) -> None:
-    """The seed flattens its pooled (1, 2, 2, 2) NHWC tensor to [9 9 9 9 7 1 6 0]: whose row-major order is that?"""
+    """The lecture flattens its pooled (1, 2, 2, 2) NHWC tensor to [9 9 9 9 7 1 6 0]: whose row-major order is that?"""
     __tracebackhide__ = True
     if not isinstance(answer, str) or not answer.strip():
         raise GradingError("answer with a format string such as 'NHWC'")

@@ -4,15 +4,18 @@ Each check takes the student's function and ``hidden=False`` (the public cases s
 released notebook) or ``hidden=True`` (cases drawn from the instructor's secret seed, plus edge
 cases). Three kinds of expected answers:
 
-- the lecture's worked example, to the digits the slides print (``gpudl.lstm.seed_printed``),
-  within ``SEED_TOL`` because the slides round every intermediate;
+- the lecture's worked example, to the digits the slides print (``gpudl.lstm.lecture_printed``),
+  within ``LECTURE_TOL`` because the slides round every intermediate;
 - independent oracles for gradients: central differences of the forward pass (float64) and
   ``torch.nn.LSTM``'s autograd with the same weights;
 - the package's reference (``gpudl.lstm``), which the student's code may not call.
 
 An exercise that calls an earlier one (the sequence forward calls ``lstm_cell_forward``) is
 checked with the package's version of the earlier function put in its place for the duration
-of the check, so a mistake in one exercise costs that exercise's points only.
+of the check, so a mistake in one exercise costs that exercise's points only. That swap happens
+in the student's namespace, so it is done by a ``@student_side`` adapter
+(``_with_package_versions``) around the call; everything else crosses as plain data (arrays,
+and the caches as dicts of arrays).
 """
 from __future__ import annotations
 
@@ -23,11 +26,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .. import lstm
-from . import (Case, GradingError, assert_close, call_student, check_cases, check_choice, numerical_gradient, rng,
-               tolerance)
+from . import (Case, GradingError, assert_close, call_student, check_cases, check_choice, exercise, numerical_gradient,
+               rng, run_student, student_side, tolerance)
 
 LAB = "lab06"
-SEED_TOL = 1e-4
+LECTURE_TOL = 1e-4
 ABS_FLOOR = 1e-12     # inputs are O(1): rounding differences stay far below this
 CACHE_KEYS = ("x", "h_prev", "c_prev", "a", "i", "f", "o", "c", "W", "U")
 GRAD_NAMES = ("dx", "dh_prev", "dc_prev", "dW", "dU", "db")
@@ -50,8 +53,8 @@ _GRAD_HINTS = {
 
 # --- helpers -----------------------------------------------------------------------------
 
-def _seed_close(actual: Any, printed: Any, name: str, where: str) -> None:
-    """Within SEED_TOL of the slides' printed numbers, with a message that shows both."""
+def _lecture_close(actual: Any, printed: Any, name: str, where: str) -> None:
+    """Within LECTURE_TOL of the slides' printed numbers, with a message that shows both."""
     __tracebackhide__ = True
     exp = np.asarray(printed, dtype=float)
     try:
@@ -63,10 +66,10 @@ def _seed_close(actual: Any, printed: Any, name: str, where: str) -> None:
     act = act.reshape(exp.shape)
     if np.isnan(act).any():
         raise GradingError(f"{where}: your {name} has NaNs: {np.round(act, 5).tolist()}")
-    if np.all(np.abs(act - exp) <= SEED_TOL):
+    if np.all(np.abs(act - exp) <= LECTURE_TOL):
         return
     raise GradingError(f"{where}: your {name} is {np.round(act, 5).tolist()}, the lecture prints "
-                       f"{exp.tolist()} (allowed difference {SEED_TOL:g}: the slides round to 4-5 digits)")
+                       f"{exp.tolist()} (allowed difference {LECTURE_TOL:g}: the slides round to 4-5 digits)")
 
 
 def _unpack(result: Any, n: int, names: Sequence[str], where: str) -> tuple:
@@ -163,6 +166,18 @@ def _pkg_sgd_step(params, grads, lr):
     return lstm.sgd_step(params, grads, lr)
 
 
+_PACKAGE_VERSIONS = {"lstm_cell_forward": _pkg_cell_forward, "lstm_cell_backward": _pkg_cell_backward,
+                     "lstm_forward": _pkg_forward, "lstm_backward": _pkg_backward, "sgd_step": _pkg_sgd_step}
+
+
+@student_side
+def _with_package_versions(fn: Callable, names: Sequence[str], *args: Any) -> Any:
+    """(Student side) ``fn(*args)`` with the package's versions of the earlier exercises
+    ``names`` in the student's namespace for the duration of the call."""
+    with _with_package(fn, **{name: _PACKAGE_VERSIONS[name] for name in names}):
+        return fn(*args)
+
+
 def _random_lstm(g: np.random.Generator, T: int, N: int, D: int, H: int, scale: float = 1.0,
                  zero_state: bool = False) -> tuple[np.ndarray, ...]:
     x = g.standard_normal((T, N, D))
@@ -173,8 +188,8 @@ def _random_lstm(g: np.random.Generator, T: int, N: int, D: int, H: int, scale: 
     return x, h0, c0, W, U, b
 
 
-def _seed_args() -> tuple[dict, tuple]:
-    e = lstm.seed_example()
+def _lecture_args() -> tuple[dict, tuple]:
+    e = lstm.lecture_example()
     return e, (e["x"], e["h0"], e["c0"], e["W"], e["U"], e["b"])
 
 
@@ -184,14 +199,15 @@ _FORWARD_FORBID = [lstm.lstm_cell_forward, lstm.lstm_forward, lstm.lstm_forward_
                    lstm.lstm_forward_per_gate, *TORCH_LSTM]
 
 
+@exercise
 def lstm_cell_forward(fn: Callable, hidden: bool = False) -> None:
     """``fn(x_t, h_prev, c_prev, W, U, b)`` -> ``h, c, cache``."""
     __tracebackhide__ = True
     label = "one LSTM step"
     names = ("h", "c", "cache")
     if not hidden:
-        p = lstm.seed_printed()
-        _, (x, h0, c0, W, U, b) = _seed_args()
+        p = lstm.lecture_printed()
+        _, (x, h0, c0, W, U, b) = _lecture_args()
         steps = [(0, x[0], h0, c0, p["out_0"], p["state_0"]),
                  (1, x[1], np.full((1, 1), p["out_0"]), np.full((1, 1), p["state_0"]), p["out_1"], p["state_1"])]
         for t, x_t, h_prev, c_prev, out, state in steps:
@@ -200,10 +216,10 @@ def lstm_cell_forward(fn: Callable, hidden: bool = False) -> None:
                                                forbid=_FORWARD_FORBID, label=label, what="lstm_cell_forward"),
                                   3, names, where)
             if isinstance(cache, Mapping) and all(k in cache for k in "aifo"):
-                _seed_close([np.asarray(cache[k]).ravel()[0] for k in "aifo"], p[f"gates_{t}"],
+                _lecture_close([np.asarray(cache[k]).ravel()[0] for k in "aifo"], p[f"gates_{t}"],
                             "gates (a, i, f, o) in the cache", where)
-            _seed_close(c, state, f"c (the lecture's state_{t})", where)
-            _seed_close(h, out, f"h (the lecture's out_{t})", where)
+            _lecture_close(c, state, f"c (the lecture's state_{t})", where)
+            _lecture_close(h, out, f"h (the lecture's out_{t})", where)
         cases = [_random_lstm(np.random.default_rng(6), 1, 3, 4, 2)]
     else:
         g = rng(f"{LAB}.lstm_cell_forward")
@@ -223,22 +239,23 @@ def lstm_cell_forward(fn: Callable, hidden: bool = False) -> None:
 
 # --- 2. the sequence forward -----------------------------------------------------------------
 
+@exercise
 def lstm_forward(fn: Callable, hidden: bool = False) -> None:
     """``fn(x, h0, c0, W, U, b)`` -> ``out, (h_T, c_T), caches`` (checked with the package's
     ``lstm_cell_forward`` in place of the student's)."""
     __tracebackhide__ = True
     label = "the sequence forward"
     if not hidden:
-        p = lstm.seed_printed()
-        _, args = _seed_args()
+        p = lstm.lecture_printed()
+        _, args = _lecture_args()
         where = "the lecture's two-step example"
-        with _with_package(fn, lstm_cell_forward=_pkg_cell_forward):
-            res = call_student(fn, *(a.copy() for a in args), forbid=_FORWARD_FORBID, label=label, what="lstm_forward")
+        res = run_student(_with_package_versions, fn, ("lstm_cell_forward",), *(a.copy() for a in args),
+                          forbid=_FORWARD_FORBID, label=label, what="lstm_forward")
         out, final, _ = _unpack(res, 3, ("out", "(h_T, c_T)", "caches"), where)
-        _seed_close(out, [p["out_0"], p["out_1"]], "out (the lecture's out_0, out_1)", where)
+        _lecture_close(out, [p["out_0"], p["out_1"]], "out (the lecture's out_0, out_1)", where)
         h_T, c_T = _unpack(final, 2, ("h_T", "c_T"), f"{where}: the final states")
-        _seed_close(c_T, p["state_1"], "c_T (the lecture's state_1)", where)
-        _seed_close(h_T, p["out_1"], "h_T (the lecture's out_1)", where)
+        _lecture_close(c_T, p["state_1"], "c_T (the lecture's state_1)", where)
+        _lecture_close(h_T, p["out_1"], "h_T (the lecture's out_1)", where)
         cases = [_random_lstm(np.random.default_rng(61), 4, 3, 2, 3)]
     else:
         g = rng(f"{LAB}.lstm_forward")
@@ -251,8 +268,8 @@ def lstm_forward(fn: Callable, hidden: bool = False) -> None:
         H = h0.shape[1]
         where = f"lstm_forward on T={T}, N={N}, D={D}, H={H} (h0, c0 not zero)"
         r_out, (r_h, r_c), r_caches = lstm.lstm_forward_stepwise(*args)
-        with _with_package(fn, lstm_cell_forward=_pkg_cell_forward):
-            res = call_student(fn, *(a.copy() for a in args), forbid=_FORWARD_FORBID, label=label, what=where)
+        res = run_student(_with_package_versions, fn, ("lstm_cell_forward",), *(a.copy() for a in args),
+                          forbid=_FORWARD_FORBID, label=label, what=where)
         out, final, caches = _unpack(res, 3, ("out", "(h_T, c_T)", "caches"), where)
         h_T, c_T = _unpack(final, 2, ("h_T", "c_T"), f"{where}: the final states")
         k = T * (D + H + 1)                         # rounding differences grow along the sequence
@@ -266,6 +283,7 @@ def lstm_forward(fn: Callable, hidden: bool = False) -> None:
 
 # --- 3. FLOPs ----------------------------------------------------------------------------------
 
+@exercise
 def lstm_flops(fn: Callable, hidden: bool = False) -> None:
     """``fn(T, N, D, H)`` -> FLOPs of the forward pass's matrix products."""
     __tracebackhide__ = True
@@ -299,14 +317,15 @@ def _cell_central_differences(x, h_prev, c_prev, W, U, b, dh, dc, eps=1e-6):
     return numerical_gradient(loss, args, eps)
 
 
+@exercise
 def lstm_cell_backward(fn: Callable, hidden: bool = False) -> None:
     """``fn(dh, dc, cache)`` -> ``dx, dh_prev, dc_prev, dW, dU, db`` (caches from the package's
     ``lstm_cell_forward``)."""
     __tracebackhide__ = True
     label = "one LSTM step backward"
     if not hidden:
-        p = lstm.seed_printed()
-        _, (x, h0, c0, W, U, b) = _seed_args()
+        p = lstm.lecture_printed()
+        _, (x, h0, c0, W, U, b) = _lecture_args()
         f0, f1 = p["gates_0"][2], p["gates_1"][2]
         _, _, cache1 = lstm.lstm_cell_forward(x[1], np.full((1, 1), p["out_0"]), np.full((1, 1), p["state_0"]), W, U, b)
         _, _, cache0 = lstm.lstm_cell_forward(x[0], h0, c0, W, U, b)
@@ -323,9 +342,9 @@ def lstm_cell_backward(fn: Callable, hidden: bool = False) -> None:
             res = call_student(fn, np.full((1, 1), dh), np.full((1, 1), dc), copy.deepcopy(cache),
                                forbid=_BACKWARD_FORBID, label=label, what="lstm_cell_backward")
             got = dict(zip(GRAD_NAMES, _unpack(res, 6, GRAD_NAMES, where)))
-            _seed_close(got["db"], expected["db"], "db (the lecture's delta gates: a, i, f, o)", where)
+            _lecture_close(got["db"], expected["db"], "db (the lecture's delta gates: a, i, f, o)", where)
             for name in ("dc_prev", "dx", "dh_prev", "dW", "dU"):
-                _seed_close(got[name], expected[name], name, where)
+                _lecture_close(got[name], expected[name], name, where)
         g = np.random.default_rng(62)
         cases = [(_random_lstm(g, 1, 3, 4, 2), g)]
     else:
@@ -380,26 +399,27 @@ def _torch_autograd(args, dout, dh_last, dc_last):
     return tx.grad.numpy(), th.grad.numpy(), tc.grad.numpy(), dW, dU, db
 
 
+@exercise
 def lstm_backward(fn: Callable, hidden: bool = False) -> None:
     """``fn(dout, caches, dh_last=None, dc_last=None)`` -> ``dx, dh0, dc0, dW, dU, db`` (checked
     with the package's ``lstm_cell_backward`` in place of the student's)."""
     __tracebackhide__ = True
     label = "backpropagation through time"
     if not hidden:
-        p = lstm.seed_printed()
-        _, args = _seed_args()
+        p = lstm.lecture_printed()
+        _, args = _lecture_args()
         _, _, caches = lstm.lstm_forward_stepwise(*args)
         dout = np.array([p["Delta_0"], p["Delta_1"]]).reshape(2, 1, 1)
         where = "the lecture's two-step example (dout = out - y = [0.03631, -0.47803])"
-        with _with_package(fn, lstm_cell_backward=_pkg_cell_backward):
-            res = call_student(fn, dout, copy.deepcopy(caches), forbid=_BACKWARD_FORBID, label=label, what="lstm_backward")
+        res = run_student(_with_package_versions, fn, ("lstm_cell_backward",), dout, copy.deepcopy(caches),
+                          forbid=_BACKWARD_FORBID, label=label, what="lstm_backward")
         dx, dh0, dc0, dW, dU, db = _unpack(res, 6, SEQ_GRAD_NAMES, where)
-        _seed_close(dx, [p["delta_x_0"], p["delta_x_1"]], "dx (the lecture's delta x_0, delta x_1)", where)
-        _seed_close(dh0, p["delta_out_prev_0"], "dh0 (the lecture's Delta out_-1)", where)
-        _seed_close(dc0, p["delta_state_0"] * p["gates_0"][2], "dc0 (the lecture's delta state_0 times f_0)", where)
-        _seed_close(db, p["db"], "db", where)
-        _seed_close(dW, p["dW"], "dW", where)
-        _seed_close(dU, p["dU"], "dU", where)
+        _lecture_close(dx, [p["delta_x_0"], p["delta_x_1"]], "dx (the lecture's delta x_0, delta x_1)", where)
+        _lecture_close(dh0, p["delta_out_prev_0"], "dh0 (the lecture's Delta out_-1)", where)
+        _lecture_close(dc0, p["delta_state_0"] * p["gates_0"][2], "dc0 (the lecture's delta state_0 times f_0)", where)
+        _lecture_close(db, p["db"], "db", where)
+        _lecture_close(dW, p["dW"], "dW", where)
+        _lecture_close(dU, p["dU"], "dU", where)
         g = np.random.default_rng(63)
         oracles = [("torch.nn.LSTM's autograd", _random_lstm(g, 4, 3, 2, 3), True)]
     else:
@@ -419,9 +439,8 @@ def lstm_backward(fn: Callable, hidden: bool = False) -> None:
         _, _, caches = lstm.lstm_forward_stepwise(*args)
         where = (f"lstm_backward on T={T}, N={N}, D={D}, H={H} with dh_last and dc_last, "
                  f"against {oracle}")
-        with _with_package(fn, lstm_cell_backward=_pkg_cell_backward):
-            res = call_student(fn, dout.copy(), copy.deepcopy(caches), dh_last.copy(), dc_last.copy(),
-                               forbid=_BACKWARD_FORBID, label=label, what=where)
+        res = run_student(_with_package_versions, fn, ("lstm_cell_backward",), dout.copy(), copy.deepcopy(caches),
+                          dh_last.copy(), dc_last.copy(), forbid=_BACKWARD_FORBID, label=label, what=where)
         # autograd agrees to rounding; central differences to ~1e-10 |L| (roundoff over eps = 1e-6)
         tol = {"rtol": 1e-9, "atol": 0.0, "floor": 1e-11} if use_torch else {"rtol": 1e-6, "atol": 0.0, "floor": 1e-7}
         _compare_grads(_unpack(res, 6, SEQ_GRAD_NAMES, where), expected, SEQ_GRAD_NAMES, where, **tol)
@@ -429,6 +448,7 @@ def lstm_backward(fn: Callable, hidden: bool = False) -> None:
 
 # --- 6. torch's layout -----------------------------------------------------------------------------
 
+@exercise
 def to_torch_weights(fn: Callable, hidden: bool = False) -> None:
     """``fn(W, U, b)`` -> ``weight_ih, weight_hh, bias_ih, bias_hh`` for torch.nn.LSTM; checked by
     running torch's LSTM with them."""
@@ -491,13 +511,14 @@ def _layout_hint(arrays: list[np.ndarray], W, U, b, H: int) -> str:
 
 # --- 7. gradient descent ----------------------------------------------------------------------------
 
+@exercise
 def sgd_step(fn: Callable, hidden: bool = False) -> None:
     """``fn(params, grads, lr)`` -> a dict of updated parameters, one per key of ``params``."""
     __tracebackhide__ = True
     label = "a step of gradient descent"
     if not hidden:
-        p = lstm.seed_printed()
-        e = lstm.seed_example()
+        p = lstm.lecture_printed()
+        e = lstm.lecture_example()
         params = {"W": e["W"], "U": e["U"], "b": e["b"]}
         grads = {"W": p["dW"], "U": p["dU"], "b": p["db"]}
         where = "the lecture's update (its printed dW, dU, db, learning rate 0.1)"
@@ -507,7 +528,7 @@ def sgd_step(fn: Callable, hidden: bool = False) -> None:
         hints = " (the slide's rule 'w+ = w + lr * grad(w)' climbs the loss; descend: w - lr * grad)"
         for k in ("W", "U", "b"):
             try:
-                _seed_close(new[k], p[f"new_{k}"], f"new {k}", where)
+                _lecture_close(new[k], p[f"new_{k}"], f"new {k}", where)
             except GradingError as exc:
                 raise GradingError(f"{exc}{hints}") from None
         g = np.random.default_rng(65)
@@ -591,6 +612,7 @@ def init_params(g: np.random.Generator, D: int, H: int, K: int) -> dict[str, np.
 _TRAIN_K = 10_000      # sums over steps, batch and hidden units, in whatever order the student's code takes
 
 
+@exercise
 def train_step(fn: Callable, hidden: bool = False) -> None:
     """``fn(params, x, y, lr)`` -> ``loss, new_params`` (checked with the package's
     ``lstm_forward``, ``lstm_backward`` and ``sgd_step`` in place of the student's)."""
@@ -611,9 +633,9 @@ def train_step(fn: Callable, hidden: bool = False) -> None:
         T, N, D = x.shape
         where = f"train_step on T={T}, N={N}, D={D}, H={params['U'].shape[1]}, K={y.shape[2]}, lr={lr:.3g}"
         r_loss, r_new = train_step_reference(params, x, y, lr)
-        with _with_package(fn, lstm_forward=_pkg_forward, lstm_backward=_pkg_backward, sgd_step=_pkg_sgd_step):
-            res = call_student(fn, copy.deepcopy(params), x.copy(), y.copy(), lr, forbid=[*AUTOGRAD, *TORCH_LSTM],
-                               label="a training step", what=where)
+        res = run_student(_with_package_versions, fn, ("lstm_forward", "lstm_backward", "sgd_step"),
+                          copy.deepcopy(params), x.copy(), y.copy(), lr, forbid=[*AUTOGRAD, *TORCH_LSTM],
+                          label="a training step", what=where)
         loss, new = _unpack(res, 2, ("loss", "new_params"), where)
         try:
             _close(loss, r_loss, "loss (before the step)", k=_TRAIN_K,
@@ -638,6 +660,7 @@ _ANSWERS = {"cell_gradient": "6f0ccbb04322fd37ddccad7ad2b3eb79",
             "batched_gemms": "0b13a603ba72b82a5db9f84e7972276c"}
 
 
+@exercise
 def cell_gradient_question(answer: Any) -> None:
     """Why does the cell state carry gradients over many steps?"""
     __tracebackhide__ = True
@@ -645,6 +668,7 @@ def cell_gradient_question(answer: Any) -> None:
                  "lstm_cell_backward; what multiplies it at each step?", question="cell_gradient")
 
 
+@exercise
 def batched_gemms_question(answer: Any) -> None:
     """Which backward products can be one GEMM over the whole sequence?"""
     __tracebackhide__ = True

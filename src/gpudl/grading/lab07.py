@@ -5,6 +5,11 @@ released notebook) or ``hidden=True`` (cases drawn from the instructor's secret 
 edge cases: lengths that are not multiples of the block, a single query, queries that may
 attend to nothing, more queries than keys and the other way round). Reference answers come
 from ``gpudl.attention``, which the student's code may not call while it is checked.
+
+Three checks observe the student's process itself, through ``@student_side`` adapters that
+return plain data: the tiled attention's peak memory (``tracemalloc`` in the process that runs
+it), whether the kernel is a Triton kernel, and, on a GPU, the kernel's speed beside the
+package's plain kernel, timed in the same process.
 """
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ import numpy as np
 
 from .. import attention
 from ..hardware import device
-from . import Case, GradingError, answer_digest, assert_close, call_student, check_cases, rng
+from . import (Case, GradingError, answer_digest, assert_close, check_cases, exercise, rng, run_student,
+               student_side)
 
 LAB = "lab07"
 
@@ -29,13 +35,16 @@ def _r(g: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
 
 # --- 1. a numerically stable softmax ----------------------------------------------------------
 
+@exercise
 def softmax(fn: Callable, hidden: bool = False) -> None:
     """``fn(x, axis=-1)`` -> softmax of x along axis, stable for large scores."""
     __tracebackhide__ = True
     if not hidden:
         cases = [Case((np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [0.0, -1.0, 4.0]]),), label="a 3x3 matrix, axis=-1"),
                  Case((np.array([1000.0, 1001.0, 1002.0]),), label="scores near 1000 (exp overflows to inf)"),
-                 Case((np.arange(12.0).reshape(3, 4),), {"axis": 0}, label="a 3x4 matrix along axis=0")]
+                 Case((np.arange(12.0).reshape(3, 4),), {"axis": 0}, label="a 3x4 matrix along axis=0"),
+                 Case((np.array([[800.0, 801.0, 802.0], [-800.0, -799.0, -798.0]]),),
+                      label="rows near +800 and -800 (one maximum per row: a global one underflows row 1)")]
     else:
         g = rng(f"{LAB}.softmax")
         cases = []
@@ -55,6 +64,7 @@ def _sdpa_ref(q, k, v, mask=None, causal=False):
     return attention.scaled_dot_product_attention(q, k, v, mask=mask, causal=causal)
 
 
+@exercise
 def scaled_dot_product_attention(fn: Callable, hidden: bool = False) -> None:
     """``fn(q, k, v, mask=None, causal=False)`` -> (..., Lq, dv), NumPy."""
     __tracebackhide__ = True
@@ -65,7 +75,11 @@ def scaled_dot_product_attention(fn: Callable, hidden: bool = False) -> None:
         cases = [Case((_r(g, 4, 8), _r(g, 6, 8), _r(g, 6, 3)), label="4 queries, 6 keys, d=8, dv=3"),
                  Case((_r(g, 5, 4), _r(g, 5, 4), _r(g, 5, 4)), {"causal": True}, label="5 tokens, causal"),
                  Case((_r(g, 4, 8), _r(g, 6, 8), _r(g, 6, 3)), {"mask": mask},
-                      label="a mask that hides every key from query 2 (its output must be zeros)")]
+                      label="a mask that hides every key from query 2 (its output must be zeros)"),
+                 Case((_r(g, 4, 8), _r(g, 6, 8), _r(g, 6, 3)), {"causal": True},
+                      label="causal with 4 queries and 6 keys (the triangle is aligned at the top left)"),
+                 Case((_r(g, 4, 8), _r(g, 6, 8), _r(g, 6, 3)), {"causal": True, "mask": mask},
+                      label="causal and the mask together (a key is visible when both allow it)")]
     else:
         b, h = int(g.integers(1, 4)), int(g.integers(1, 4))
         lq, lk, d = int(g.integers(2, 12)), int(g.integers(2, 12)), int(g.choice([16, 32, 64]))
@@ -90,6 +104,7 @@ def _mhsa_ref(x, w_q, w_k, w_v, w_o, heads, causal=False):
     return attention.multihead_self_attention(x, w_q, w_k, w_v, w_o, heads, causal=causal)
 
 
+@exercise
 def multihead_self_attention(fn: Callable, hidden: bool = False) -> None:
     """``fn(x, w_q, w_k, w_v, w_o, heads, causal=False)`` -> (..., N, D_out), NumPy, ``Q = X W_Q``."""
     __tracebackhide__ = True
@@ -140,6 +155,7 @@ def _states(g, rows: int, sizes: tuple[int, int], dv: int, spread: float = 1.0, 
     return tuple(out)
 
 
+@exercise
 def online_softmax_merge(fn: Callable, hidden: bool = False) -> None:
     """``fn(m_a, l_a, acc_a, m_b, l_b, acc_b)`` -> (m, l, acc)."""
     __tracebackhide__ = True
@@ -171,13 +187,16 @@ _TILED_FORBID = [attention.flash_attention, attention.scaled_dot_product_attenti
                  attention.online_softmax_merge, attention.softmax_block_state]
 
 
+@exercise
 def tiled_attention(fn: Callable, hidden: bool = False) -> None:
     """``fn(q, k, v, block, causal=False)`` -> (Lq, dv), without the (Lq, Lk) score matrix."""
     __tracebackhide__ = True
     g = rng(f"{LAB}.tiled") if hidden else np.random.default_rng(5)
     if not hidden:
         cases = [Case((_r(g, 37, 8), _r(g, 37, 8), _r(g, 37, 8), 16), label="L=37 (not a multiple of 16), block 16"),
-                 Case((_r(g, 37, 8), _r(g, 37, 8), _r(g, 37, 8), 16), {"causal": True}, label="L=37, block 16, causal")]
+                 Case((_r(g, 37, 8), _r(g, 37, 8), _r(g, 37, 8), 16), {"causal": True}, label="L=37, block 16, causal"),
+                 Case((_r(g, 20, 8), _r(g, 12, 8), _r(g, 12, 8), 16), {"causal": True},
+                      label="causal with 20 queries and 12 keys (the top-left triangle), block 16")]
     else:
         lq, lk = int(g.integers(20, 60)), int(g.integers(20, 60))
         cases = [Case((_r(g, lq, 8), _r(g, lk, 8), _r(g, lk, 5), int(g.choice([8, 16]))), label=f"Lq={lq}, Lk={lk}"),
@@ -190,12 +209,19 @@ def tiled_attention(fn: Callable, hidden: bool = False) -> None:
     _check_tiled_memory(fn, n=2048 if hidden else 1024)
 
 
+@student_side
+def _traced_peak(fn: Callable, *args: Any) -> tuple[Any, int]:
+    """(Student side) ``fn(*args)`` and the peak of the memory it allocated (``tracemalloc``)."""
+    out, peak = attention.peak_traced_bytes(fn, *args)
+    return out, int(peak)
+
+
 def _check_tiled_memory(fn: Callable, n: int, d: int = 16, block: int = 64) -> None:
     __tracebackhide__ = True
     g = np.random.default_rng(n)
     q, k, v = _r(g, n, d), _r(g, n, d), _r(g, n, d)
-    out, peak = attention.peak_traced_bytes(call_student, fn, q, k, v, block, forbid=_TILED_FORBID,
-                                            label="tiled attention", what=f"tiled_attention at L={n}")
+    out, peak = run_student(_traced_peak, fn, q, k, v, block, forbid=_TILED_FORBID, label="tiled attention",
+                            what=f"tiled_attention at L={n}")
     assert_close(out, attention.flash_attention(q, k, v, block), name=f"output at L={n}", k=d)
     scores = n * n * q.itemsize
     if peak > scores / 4:
@@ -207,12 +233,15 @@ def _check_tiled_memory(fn: Callable, n: int, d: int = 16, block: int = 64) -> N
 
 # --- 6. FLOPs --------------------------------------------------------------------------------------------
 
+@exercise
 def attention_flops(fn: Callable, hidden: bool = False) -> None:
     """``fn(batch, heads, lq, lk, d, causal=False)`` -> FLOPs of Q K^T and P V (an int)."""
     __tracebackhide__ = True
     if not hidden:
         cases = [Case((8, 16, 4096, 4096, 64), label="the benchmark's shape: batch 8, 16 heads, L=4096, d=64"),
-                 Case((1, 1, 4, 4, 2), {"causal": True}, label="4 tokens, d=2, causal (10 visible pairs)")]
+                 Case((1, 1, 4, 4, 2), {"causal": True}, label="4 tokens, d=2, causal (10 visible pairs)"),
+                 Case((2, 3, 10, 4, 8), {"causal": True},
+                      label="causal with 10 queries and 4 keys (the top-left triangle: 34 visible pairs per head)")]
     else:
         g = rng(f"{LAB}.flops")
         cases = [Case(tuple(int(x) for x in (g.integers(1, 9), g.integers(1, 33), g.integers(1, 3000),
@@ -235,6 +264,7 @@ _GROWTH = "c3c3cbe5a18996e66f5051ccc9895c4c"
 
 
 
+@exercise
 def memory_questions(growth: Any, scores_gib: Any) -> None:
     """``growth``: (naive, tiled) factor of peak memory when L doubles; ``scores_gib``: GiB of the
     FP16 scores of batch 8 x 16 heads at L = 16384."""
@@ -285,13 +315,21 @@ _KERNEL_FORBID = [attention.flash_attention_triton, attention.flash_attention_tr
                   attention.scaled_dot_product_attention, attention.flash_attention]
 
 
+@student_side
+def _kernel_kind(kernel: Any) -> dict[str, Any]:
+    """(Student side) whether ``kernel`` is a Triton kernel, and its type's name."""
+    return {"triton": _is_triton_kernel(kernel), "type": type(kernel).__name__}
+
+
+@exercise
 def attention_kernel(wrapper: Callable, kernel: Any, hidden: bool = False) -> None:
     """``kernel`` is the student's @triton.jit kernel; ``wrapper(q, k, v, causal=False)`` launches it
     on (Z, L, d) torch tensors."""
     __tracebackhide__ = True
-    if not _is_triton_kernel(kernel):
+    kind = run_student(_kernel_kind, kernel, label="the attention kernel", what="attention_kernel")
+    if not kind["triton"]:
         raise GradingError(f"attention_kernel must be a Triton kernel (decorated with @triton.jit), "
-                           f"got {type(kernel).__name__}")
+                           f"got {kind['type']}")
     if not hidden:
         shapes = [(2, 37, 37, 16, False), (2, 37, 37, 16, True)]
         g = np.random.default_rng(1)
@@ -305,6 +343,7 @@ def attention_kernel(wrapper: Callable, kernel: Any, hidden: bool = False) -> No
                 label="the attention kernel", dtype=precision, k=16)
 
 
+@exercise
 def kernel_speed(wrapper: Callable) -> None:
     """On a GPU: the student's kernel in FP16 against the package's plain kernel with the same
     tiles, measured in the same run; at least half its speed. On a CPU: FP16 correctness only."""
@@ -317,20 +356,34 @@ def kernel_speed(wrapper: Callable) -> None:
         check_cases(wrapper, _kernel_ref, cases, forbid=_KERNEL_FORBID, label="the attention kernel in FP16",
                     dtype="fp16", k=16)
         return
+    z, n, d = 8 * 16, 4096, 64
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    q, k, v = (torch.randn(z, n, d, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
+    seen = run_student(_time_kernel, wrapper, q, k, v, forbid=_KERNEL_FORBID, label="the attention kernel",
+                       what="attention_triton")
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert_close(seen["out"].float(), expected.float(), dtype="fp16", k=d, name=f"output at ({z}, {n}, {d}) FP16")
+    mine, ref = seen["mine"], seen["ref"]
+    ratio = ref / mine
+    if ratio < 0.5:
+        raise GradingError(f"your kernel takes {mine * 1e3:.2f} ms, {1 / ratio:.1f}x the "
+                           f"{ref * 1e3:.2f} ms of gpudl's plain kernel with the same 64 x 64 tiles. "
+                           "Does it load K and V once per key block, use tl.dot for both products, and skip the "
+                           "key blocks right of the diagonal when causal?")
+
+
+@student_side
+def _time_kernel(wrapper: Callable, q: Any, k: Any, v: Any) -> dict[str, Any]:
+    """(Student side, on a GPU) the student's wrapper's output on q, k, v, and the medians of it
+    and of the package's plain kernel with 64 x 64 tiles, timed in this process one after the
+    other."""
+    import torch
+
     from ..bench import time_cuda
 
-    z, n, d = 8 * 16, 4096, 64
-    q, k, v = (torch.randn(z, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
-    out = call_student(wrapper, q, k, v, forbid=_KERNEL_FORBID, label="the attention kernel", what="attention_triton")
-    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v)
-    assert_close(out.float(), expected.float(), dtype="fp16", k=d, name=f"output at ({z}, {n}, {d}) FP16")
     with torch.no_grad():
+        out = wrapper(q, k, v)
         mine = time_cuda(lambda: wrapper(q, k, v), budget_s=0.5, what="your kernel")
         ref = time_cuda(lambda: attention.flash_attention_triton_plain(q, k, v, block_m=64, block_n=64),
                         budget_s=0.5, what="gpudl's plain kernel")
-    ratio = ref.median / mine.median
-    if ratio < 0.5:
-        raise GradingError(f"your kernel takes {mine.median * 1e3:.2f} ms, {1 / ratio:.1f}x the "
-                           f"{ref.median * 1e3:.2f} ms of gpudl's plain kernel with the same 64 x 64 tiles. "
-                           "Does it load K and V once per key block, use tl.dot for both products, and skip the "
-                           "key blocks right of the diagonal when causal?")
+    return {"out": out, "mine": float(mine.median), "ref": float(ref.median)}

@@ -1,0 +1,3 @@
+# mutant: blames the FLOP count
+# cell: lecture_code_answer
+LECTURE_CODE_ANSWER = "D"

@@ -1,0 +1,3 @@
+# mutant: blames TF32
+# cell: lecture_code_answer
+LECTURE_CODE_ANSWER = "A"

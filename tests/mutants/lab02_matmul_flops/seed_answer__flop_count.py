@@ -1,3 +1,0 @@
-# mutant: blames the FLOP count
-# cell: seed_answer
-SEED_ANSWER = "D"
