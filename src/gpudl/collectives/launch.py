@@ -354,7 +354,7 @@ atexit.register(shutdown)
 # Variables a library may read when the zygote imports it (rather than when a worker uses it):
 # a change to one of them starts a new zygote. Workers get the whole environment anyway.
 _IMPORT_TIME = ("PYTHON", "LD_", "TORCH", "PYTORCH", "CUDA", "NCCL", "NVSHMEM", "GLOO", "OMP", "MKL", "KMP",
-                "OPENBLAS", "TRITON", "GPUDL")
+                "OPENBLAS", "TRITON")
 
 
 def _import_env(env: dict[str, str]) -> dict[str, str]:
