@@ -17,8 +17,8 @@ Reading order:
 - ``plan_buckets``: parameter indices in buckets, in reverse order, DDP's size rule;
 - ``GradientBuckets``: post-accumulate-grad hooks that all-reduce each bucket when it is ready
   (``overlap=True``) or all buckets after backward (``overlap=False``), with any all-reduce
-  (the hand-written ``ring_all_reduce`` by default);
-- ``TrainConfig``, ``make_model``, ``make_batch``, ``sgd_step``;
+  (the hand-written ``ring_all_reduce`` by default), on ``plan_buckets``' plan or one given;
+- ``TrainConfig``, ``make_model``, ``make_batch``, ``shard``, ``sgd_step``;
 - ``train_single`` (one process, whole batch) and ``train_data_parallel`` (a worker of
   ``launch``: "ring" buckets, "torch" buckets on ``dist.all_reduce``, or "ddp",
   ``torch.nn.parallel.DistributedDataParallel``); both return the parameters after every step.
@@ -71,11 +71,16 @@ class GradientBuckets:
     order they were reduced in the last step."""
 
     def __init__(self, params: Sequence[torch.nn.Parameter], bucket_mb: float = 25.0, *,
-                 all_reduce: Callable[[torch.Tensor], object] = ring_all_reduce, overlap: bool = True):
+                 all_reduce: Callable[[torch.Tensor], object] = ring_all_reduce, overlap: bool = True,
+                 buckets: Sequence[Sequence[int]] | None = None):
         self.params = list(params)
         self.all_reduce, self.overlap = all_reduce, overlap
         sizes = [p.numel() * p.element_size() for p in self.params]
-        self.buckets = plan_buckets(sizes, max(1, int(bucket_mb * 2**20)))
+        if buckets is None:
+            buckets = plan_buckets(sizes, max(1, int(bucket_mb * 2**20)))
+        self.buckets = [list(b) for b in buckets]
+        if sorted(i for b in self.buckets for i in b) != list(range(len(self.params))):
+            raise ValueError(f"buckets {self.buckets} must hold each of the {len(self.params)} parameters once")
         self._bucket_of = {i: b for b, members in enumerate(self.buckets) for i in members}
         self._waiting = [len(m) for m in self.buckets]
         self.reduced: list[int] = []

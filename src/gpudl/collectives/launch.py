@@ -231,6 +231,11 @@ def _zygote_main(fd: int) -> None:
     for name in ("torch", "torch.distributed", "torch.nn", "gpudl.collectives"):
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+
+    def cuda_initialised() -> bool:
+        torch = sys.modules.get("torch")
+        return bool(torch is not None and torch.cuda.is_initialized())
+
     children: dict[int, tuple[int, int]] = {}          # pid -> (job, rank)
     jobs: dict[int, list[int]] = {}
     while True:
@@ -248,6 +253,11 @@ def _zygote_main(fd: int) -> None:
                 for name in msg["modules"]:
                     with contextlib.suppress(Exception):
                         importlib.import_module(name)
+                if cuda_initialised():
+                    _send_msg(sock, {"op": "started", "job": msg["id"], "pids": [],
+                                     "error": f"importing {msg['modules']} initialised CUDA in the zygote, whose forked "
+                                              "workers could not use it: launch with start='spawn'"})
+                    continue
                 pids = []
                 for rank in range(msg["world"]):
                     pid = os.fork()
@@ -289,8 +299,13 @@ def _zygote_main(fd: int) -> None:
                 _send_msg(sock, {"op": "exit", "job": job, "rank": rank, "code": os.waitstatus_to_exitcode(status)})
 
 
-_ZYGOTE_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[2]); "
-                "from gpudl.collectives.launch import _zygote_main; _zygote_main(int(sys.argv[1]))")
+# The zygote runs this file as a script, so that starting it imports nothing but the standard
+# library; then torch. It must never initialise CUDA (a forked child could not use it): torch's
+# CUDA checks ask NVML instead of the driver there, and its BLAS keeps no thread pool. Its
+# workers get the caller's environment back before anything else.
+_ZYGOTE_BOOT = ("import os, sys, json, runpy; os.environ['PYTORCH_NVML_BASED_CUDA_CHECK'] = '1'; "
+                "os.environ['OPENBLAS_NUM_THREADS'] = '1'; sys.path[:] = json.loads(sys.argv[2]); "
+                "runpy.run_path(sys.argv[3], run_name='gpudl_zygote')['_zygote_main'](int(sys.argv[1]))")
 
 
 class _Zygote:
@@ -300,7 +315,8 @@ class _Zygote:
         self.env = env
         ours, theirs = socket.socketpair()
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE_BOOT, str(theirs.fileno()), json.dumps(sys.path)],
+        self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE_BOOT, str(theirs.fileno()), json.dumps(sys.path),
+                                      os.path.abspath(__file__)],
                                      pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log, close_fds=True)
         theirs.close()
@@ -393,6 +409,8 @@ class _Job:
                 if msg is None:
                     raise LaunchError("the worker launcher (zygote) did not answer within 60 s")
                 if msg["op"] == "started" and msg["job"] == job["id"]:
+                    if msg.get("error"):
+                        raise LaunchError(msg["error"])
                     self.pids = msg["pids"]
                     break
                 if msg["op"] == "exit" and msg["job"] != job["id"]:
