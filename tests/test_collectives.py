@@ -45,7 +45,8 @@ def test_ring_broadcast_reproduces_the_lecture():
 
 
 def test_optimal_chunks_is_the_brute_force_minimum():
-    for n, k, b, alpha in [(100e6, 4, 12e9, 10e-6), (1e6, 8, 100e9, 5e-6), (64e6, 16, 300e9, 2e-6), (10e3, 3, 1e9, 1e-3)]:
+    for n, k, b, alpha in [(100e6, 4, 12e9, 10e-6), (1e6, 8, 100e9, 5e-6), (64e6, 16, 300e9, 2e-6),
+                           (10e3, 3, 1e9, 1e-3)]:
         brute = min(range(1, 20000), key=lambda s: ring_broadcast_time(n, k, b, s, alpha))
         assert ring_broadcast_time(n, k, b, optimal_chunks(n, k, b, alpha), alpha) == pytest.approx(
             ring_broadcast_time(n, k, b, brute, alpha))
@@ -92,7 +93,8 @@ def test_byte_model_exact_counts_agree_with_the_formula(k):
         exact = ring_bytes_sent("all_reduce", numel, k, element_size=4)
         if numel % k == 0:
             assert exact == [bytes_per_rank("all_reduce", 4 * numel, k)] * k
-        assert sum(exact) == sum(ring_bytes_sent("reduce_scatter", numel, k)) + sum(ring_bytes_sent("all_gather", numel, k))
+        parts = sum(ring_bytes_sent("reduce_scatter", numel, k)) + sum(ring_bytes_sent("all_gather", numel, k))
+        assert sum(exact) == parts
         assert sum(ring_bytes_sent("broadcast", numel, k)) == (k - 1) * numel * 4
 
 
@@ -228,7 +230,8 @@ def _train_all_modes(rank: int, k: int, cfg: TrainConfig) -> dict:
 def test_data_parallel_equals_one_process_on_the_whole_batch(k):
     cfg = TrainConfig(batch=12, steps=3)
     single = train_single(cfg)
-    for rank, modes in enumerate(launch(_train_all_modes, k, cfg, backend="gloo", timeout=90, preload=("torch._dynamo",))):
+    runs = launch(_train_all_modes, k, cfg, backend="gloo", timeout=90, preload=("torch._dynamo",))
+    for rank, modes in enumerate(runs):
         for mode, run in modes.items():
             assert run["params"].shape == single.shape
             torch.testing.assert_close(run["params"], single, rtol=1e-10, atol=1e-12,

@@ -1,4 +1,4 @@
-"""All-reduce bus bandwidth vs message size (NCCL and the hand-written ring) and DDP step time with and without overlap, on k GPUs.
+"""All-reduce bus bandwidth vs message size (NCCL, hand-written ring); DDP step time with/without overlap.
 
 On a machine with k >= 2 GPUs (default: all visible), one process per GPU over NCCL:
 

@@ -254,9 +254,9 @@ def _zygote_main(fd: int) -> None:
                     with contextlib.suppress(Exception):
                         importlib.import_module(name)
                 if cuda_initialised():
-                    _send_msg(sock, {"op": "started", "job": msg["id"], "pids": [],
-                                     "error": f"importing {msg['modules']} initialised CUDA in the zygote, whose forked "
-                                              "workers could not use it: launch with start='spawn'"})
+                    why = (f"importing {msg['modules']} initialised CUDA in the zygote, whose forked workers "
+                           "could not use it: launch with start='spawn'")
+                    _send_msg(sock, {"op": "started", "job": msg["id"], "pids": [], "error": why})
                     continue
                 pids = []
                 for rank in range(msg["world"]):
@@ -321,7 +321,6 @@ class _Zygote:
                                      stdout=self.log, stderr=self.log, close_fds=True)
         theirs.close()
         self.sock = ours
-        self.pending: list[dict[str, Any]] = []
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -330,8 +329,6 @@ class _Zygote:
         _send_msg(self.sock, msg)
 
     def next_message(self, timeout: float) -> dict[str, Any] | None:
-        if self.pending:
-            return self.pending.pop(0)
         readable, _, _ = select.select([self.sock], [], [], max(timeout, 0.0))
         if not readable:
             return None
@@ -413,9 +410,7 @@ class _Job:
                         raise LaunchError(msg["error"])
                     self.pids = msg["pids"]
                     break
-                if msg["op"] == "exit" and msg["job"] != job["id"]:
-                    continue                          # a late exit from an earlier, killed job
-                self.zygote.pending.append(msg)
+                # anything else is a late exit from an earlier, killed job
         else:
             path = os.path.join(job["dir"], "job.pkl")
             with open(path, "wb") as f:
@@ -502,7 +497,8 @@ def launch(fn: Callable, world_size: int, *args: Any, backend: str | None = None
     worker (1, as torchrun sets; None leaves torch's default). ``start``: "fork" (from a
     zygote; Linux) or "spawn" (a fresh interpreter per worker). ``echo``: print the workers'
     stdout. ``preload``: modules the zygote imports once before forking, for all later
-    launches too (DDP's first use imports ``torch._dynamo``: seconds in every worker). Raises ``WorkerError`` (a rank raised or died) or ``WorkerTimeout``.
+    launches too (DDP's first use imports ``torch._dynamo``: seconds in every worker).
+    Raises ``WorkerError`` (a rank raised or died) or ``WorkerTimeout``.
     """
     if not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size must be a positive int, got {world_size!r}")
@@ -528,7 +524,8 @@ def launch(fn: Callable, world_size: int, *args: Any, backend: str | None = None
     jobdir = tempfile.mkdtemp(prefix="gpudl-launch-")
     job = {"id": int.from_bytes(os.urandom(6), "little"), "dir": jobdir, "world": world_size, "payload": payload,
            "backend": backend, "timeout": float(timeout), "start_timeout": float(start_timeout), "threads": threads,
-           "env": dict(os.environ), "cwd": os.getcwd(), "path": list(sys.path), "modules": _modules_of(fn) + list(preload)}
+           "env": dict(os.environ), "cwd": os.getcwd(), "path": list(sys.path),
+           "modules": _modules_of(fn) + list(preload)}
     workers = None
     try:
         workers = _Job(job, start)

@@ -60,7 +60,6 @@ def all_reduce_times(rank: int, k: int, sizes: Sequence[int], impl: str = "torch
         dist.barrier()
         m = time_cpu(run, warmup=warmup, min_runs=runs, max_runs=runs)
         out.append(m.median / inner)
-        del x
     return out
 
 
@@ -112,7 +111,6 @@ def ddp_step_times(rank: int, k: int, widths: Sequence[int], batch: int, modes: 
             out[mode] = time_cpu(step, warmup=warmup, min_runs=runs, max_runs=runs).median
             if buckets is not None:
                 buckets.remove()
-            del net, model, opt
     return out
 
 

@@ -21,7 +21,7 @@ import torch
 
 from ..collectives import cost, data_parallel, ring
 from ..references import ReferenceUsedError
-from . import GradingError, answer_digest, assert_close, call_student, check_choice, rng
+from . import GradingError, assert_close, call_student, check_choice, rng
 from .boundary import exercise, run_student, student_side
 
 LAB = "lab10"
@@ -166,8 +166,8 @@ def _run(fn: Any, name: str, groups: list[dict], forbid: tuple[str, ...], label:
         return res["runs"]
     where = _on(res)
     if res["error"] == "timeout" and res["joined"]:
-        raise GradingError(f"on {where}, {label} did not finish within {TIMEOUT_S:g} s: ranks {res['ranks']} were still "
-                           f"waiting. That is {_DEADLOCK} The workers were stopped.")
+        raise GradingError(f"on {where}, {label} did not finish within {TIMEOUT_S:g} s: ranks {res['ranks']} were "
+                           f"still waiting. That is {_DEADLOCK} The workers were stopped.")
     if res["error"] == "timeout":
         raise GradingError(f"on {where}, the workers did not start within the time limit (an overloaded machine?): "
                            f"{res['message']}")
@@ -432,8 +432,8 @@ def _judge_reduction(rec: dict, rank: int, case: dict, run: dict, name: str, lab
         return
     sizes = [4 * c for c in _sizes(n, k)]
     why = {"reduce_scatter": f"N minus its own chunk: {4 * n} - {sizes[rank]} bytes (k - 1 steps of one chunk each)",
-           "all_gather": f"N minus its right neighbour's chunk, {4 * n} - {sizes[(rank + 1) % k]} bytes: k - 1 steps of "
-                         "one chunk, and the chunk that started on the right neighbour never needs forwarding back",
+           "all_gather": f"N minus its right neighbour's chunk, {4 * n} - {sizes[(rank + 1) % k]} bytes: k - 1 steps "
+                         "of one chunk, and the chunk that started on the right neighbour never needs forwarding back",
            "all_reduce": f"2 (k - 1) / k N: a reduce-scatter and an all-gather, {model} bytes here"}[name]
     hint = ""
     if name == "all_reduce" and rec["sent"] >= 4 * n:
