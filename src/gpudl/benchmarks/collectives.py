@@ -53,16 +53,17 @@ def run(args: argparse.Namespace) -> Table:
     import torch
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if args.quick:
+    if args.gpus and not 2 <= args.gpus <= gpus:
+        raise RuntimeError(f"--gpus {args.gpus}: NCCL needs 2 or more GPUs, one per process, and {gpus} are visible; "
+                           "`gpudl bench collectives --quick` runs on the CPU with gloo")
+    fallback = not args.quick and gpus < 2
+    if args.quick or fallback:
         backend, k = "gloo", 2
         sizes = _sizes(1 << 10, 1 << 20)
         widths, batch, runs = (256,) * 4, 64, 5
         device = "CPU (gloo)"
     else:
         k = args.gpus or gpus
-        if gpus < 2 or k < 2 or k > gpus:
-            raise RuntimeError(f"needs 2 or more GPUs for NCCL (found {gpus}, asked for {args.gpus or 'all'}); "
-                               "`gpudl bench collectives --quick` runs on the CPU with gloo")
         backend = "nccl"
         sizes = _sizes(args.min_bytes, args.max_bytes)
         widths, batch, runs = (args.width,) * (args.layers + 1), args.batch, args.runs
@@ -105,6 +106,8 @@ def run(args: argparse.Namespace) -> Table:
         f"{per_k['compute'] * 1e3:.2f} ms; 1 rank {one['ddp'] * 1e3:.2f} ms: weak-scaling efficiency "
         f"{one['ddp'] / per_k['ddp']:.2f} on {k} ranks",
     ]
+    if fallback:
+        table.notes.insert(0, f"{gpus} GPU(s) visible: NCCL needs 2 or more, so this ran the --quick form (gloo).")
     table.figures["collectives_busbw"] = _plot_busbw(sizes, table.rows[:len(sizes)], nvlink, device)
     table.figures["collectives_ddp"] = _plot_ddp(per_k, one, k)
     return table

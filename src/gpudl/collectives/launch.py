@@ -601,7 +601,8 @@ def _stderr_note(outputs: list[tuple[str, str]], ranks: list[int]) -> str:
 def _worker_error(first: int, errors: list[int], results: dict[int, tuple], codes: dict[int, int],
                   outputs: list[tuple[str, str]], k: int) -> WorkerError:
     others = [r for r in errors if r != first]
-    tail = f" (then {_ranks(others)} failed or were stopped)" if others else ""
+    tail = (f" (then {_ranks(others)} failed or {'was' if len(others) == 1 else 'were'} stopped)" if others
+            else "")
     if first in results:
         _, etype, emsg, tb = results[first]
         return WorkerError(f"rank {first} of {k} raised {etype}: {emsg}{tail}\n{_tail(tb, 15)}", rank=first,

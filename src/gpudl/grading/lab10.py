@@ -13,8 +13,9 @@ after the ranks joined their group, and the exercise fails with a message; nothi
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -27,7 +28,10 @@ from .boundary import exercise, run_student, student_side
 LAB = "lab10"
 TIMEOUT_S = 15.0          # after all ranks have joined: tiny tensors take milliseconds
 
-# What the hand-written collectives must do without: torch's collectives and the package's.
+# What the hand-written collectives must do without: torch's collectives and the package's. The
+# collectives are blocked by ``_without`` (not ``guard``: torch.distributed's functions share one
+# decorator's code object, which guard's profile hook cannot tell from dist.send's); a collective
+# reached another way still shows in ``traffic()``'s count of the process group's collectives.
 _TORCH_COLLECTIVES = tuple(f"torch.distributed.{n}" for n in (
     "broadcast", "all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_gather",
     "all_gather_into_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list", "all_gather_object",
@@ -46,9 +50,12 @@ _DEADLOCK = ("a deadlock: a rank waits for a message that no rank sends. Every s
 # --- the student's side: k workers --------------------------------------------------------------
 
 def _resolve(names: list[str]) -> list[Any]:
-    """References ("module:function") as objects, library routines as dotted names that exist here."""
+    """References ("module:function") as objects, library routines as dotted names that exist here
+    (``torch.distributed``'s are left to ``_without``)."""
     out = []
     for name in names:
+        if name.startswith("torch.distributed."):
+            continue
         if ":" in name:
             module, _, qual = name.partition(":")
             out.append(getattr(importlib.import_module(module), qual))
@@ -62,6 +69,31 @@ def _resolve(names: list[str]) -> list[Any]:
                 if hasattr(getattr(importlib.import_module(parent), cls, None), attr):
                     out.append(name)
     return out
+
+
+@contextlib.contextmanager
+def _without(names: list[str], label: str) -> Iterator[None]:
+    """While the block runs, ``torch.distributed.NAME`` for each "torch.distributed.NAME" raises."""
+    import torch.distributed as dist
+
+    saved = {}
+
+    def blocker(name: str) -> Callable:
+        def blocked(*args: Any, **kwargs: Any) -> None:
+            raise ReferenceUsedError(f"your code calls torch.distributed.{name}, which {label} asks you to do "
+                                     "without: write it with point-to-point sends and receives.")
+        return blocked
+
+    for dotted in names:
+        name = dotted.removeprefix("torch.distributed.")
+        if dotted.startswith("torch.distributed.") and hasattr(dist, name):
+            saved[name] = getattr(dist, name)
+            setattr(dist, name, blocker(name))
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(dist, name, fn)
 
 
 def _count(value: Any) -> Any:
@@ -84,7 +116,7 @@ def _collective_worker(rank: int, k: int, fn: Callable, name: str, cases: list[d
     records = []
     for case in cases:
         t = case["inputs"][rank].to(device).clone()
-        with guard(*_resolve(forbid), label=label), traffic() as seen:
+        with guard(*_resolve(forbid), label=label), _without(forbid, label), traffic() as seen:
             returned = fn(t, case["src"], case["chunks"]) if name == "broadcast" else fn(t)
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -107,7 +139,7 @@ def _ddp_worker(rank: int, k: int, fn: Callable, name: str, cases: list[dict], f
         sizes = [p.numel() * p.element_size() for p in model.parameters()]
         buckets = data_parallel.plan_buckets(sizes, max(1, int(cfg.bucket_mb * 2**20)))
         xs, ys = data_parallel.shard(x, rank, k), data_parallel.shard(y, rank, k)
-        with guard(*_resolve(forbid), label=label), traffic() as seen:
+        with guard(*_resolve(forbid), label=label), _without(forbid, label), traffic() as seen:
             fn(model, xs, ys, cfg.lr, buckets)
         params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu()
         records.append({"params": params, "buckets": len(buckets), "allreduce": seen.calls.get("allreduce", 0),
@@ -143,7 +175,7 @@ def run_on_ranks(fn: Callable, name: str, groups: list[dict], forbid: list[str],
                         "message": str(exc)}
             except WorkerError as exc:
                 return {"error": "raised", **where, "rank": exc.rank, "type": exc.exc_type,
-                        "message": exc.exc_message or str(exc)}
+                        "message": exc.exc_message if exc.exc_type else str(exc)}
             except LaunchError as exc:
                 return {"error": "launch", **where, "message": str(exc)}
             runs.append({**where, "ranks": ranks})
@@ -158,7 +190,8 @@ def _on(run: dict) -> str:
 
 def _run(fn: Any, name: str, groups: list[dict], forbid: tuple[str, ...], label: str) -> list[dict]:
     __tracebackhide__ = True
-    res = run_student(run_on_ranks, fn, name, groups, list(forbid), label, TIMEOUT_S, label=label,
+    refs = [f for f in forbid if ":" in f]        # the workers enforce the rest
+    res = run_student(run_on_ranks, fn, name, groups, list(forbid), label, TIMEOUT_S, forbid=refs, label=label,
                       what=getattr(fn, "__name__", name))
     if not isinstance(res, dict) or ("runs" not in res and "error" not in res):
         raise GradingError(f"the workers for {label} did not report back")
@@ -176,6 +209,11 @@ def _run(fn: Any, name: str, groups: list[dict], forbid: tuple[str, ...], label:
             raise ReferenceUsedError(res["message"])
         if res["type"] == "NotImplementedError":
             raise GradingError(f"{label} is not implemented yet (it raised NotImplementedError)")
+        if not res["type"]:                        # it died: the launcher's message says how
+            mismatch = "doesn't match expected size" in res["message"]
+            raise GradingError(f"on {where}, {res['message']}" + (
+                "\nA message arrived whose size differs from the buffer posted to receive it: sender and receiver must "
+                "agree on which piece (of which size) travels in each step." if mismatch else ""))
         raise GradingError(f"on {where}, rank {res['rank']} raised {res['type']}: {res['message']}")
     raise GradingError(f"on {where}, the workers could not be started: {res['message']}")
 
