@@ -13,6 +13,7 @@ process per GPU. Modules, in reading order:
 ``data_parallel``  gradient buckets in reverse order, all-reduced as they become ready; DDP;
                    training that equals one process on the whole batch
 ``launch``         ``launch(fn, k, ...)``: k workers, a free port, time limits, errors by rank
+``worker``         what runs in a worker process, and the zygote that forks them
 ``measure``        timing collectives and training steps across ranks (the same calls on every rank)
 """
 from .cost import (COLLECTIVES, LECTURE_EXAMPLE, NVLINK_BANDWIDTH, SCALING_TABLE, ScalingRun, algorithm_bandwidth,

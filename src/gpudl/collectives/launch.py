@@ -26,7 +26,10 @@ caller itself would copy a multithreaded Jupyter kernel (unsafe, and Python 3.12
 stderr) and, on a GPU machine, a CUDA context that a child cannot use. Each worker sets its
 environment to the caller's before anything else; a new zygote is started when a variable
 that libraries may read at import (``TORCH*``, ``CUDA*``, ``NCCL*``, ``OMP*``, ``PYTHON*``,
-...) has changed since the last one was started. ``start="spawn"`` (the default elsewhere) starts each
+...) has changed since the last one was started. (The workers' side, and the zygote, are
+``gpudl.collectives.worker``.) The zygote never initialises CUDA (torch's CUDA checks go to
+NVML there); were a preloaded module to do it, that module is left to the workers and a fresh
+zygote takes over. ``start="spawn"`` (the default elsewhere) starts each
 worker as a fresh interpreter instead. Workers' stdout and stderr go to files; stdout is
 printed (with a ``[rank r]`` prefix) when the launch ends, stderr only in error messages, so
 library warnings never reach a notebook's stderr.
@@ -38,21 +41,19 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
-import importlib
 import os
 import pickle
 import select
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from typing import Any, Callable
+
+from . import worker as _w
 
 _DEADLOCK_HINT = ("a deadlock? Every send needs a matching receive on its peer: in a ring, rank r sends to "
                   "(r + 1) % k and receives from (r - 1) % k, and a blocking send posted before the receive on "
@@ -87,18 +88,6 @@ class WorkerTimeout(LaunchError):
         self.ranks, self.seconds, self.joined = ranks, seconds, joined
 
 
-# --- what workers run ---------------------------------------------------------------------------
-
-def _pickler():
-    """cloudpickle (functions by value, so a notebook's work), else a vendored copy, else pickle."""
-    for name in ("cloudpickle", "joblib.externals.cloudpickle", "numba.cloudpickle"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    return pickle
-
-
 def default_backend(world_size: int) -> str:
     """"nccl" when torch sees at least ``world_size`` GPUs (one per worker), else "gloo"."""
     import torch
@@ -117,195 +106,13 @@ def worker_device():
     return torch.device("cpu")
 
 
-def _to_cpu(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-        return type(value)(_to_cpu(v) for v in value)
-    if type(value) is dict:
-        return {k: _to_cpu(v) for k, v in value.items()}
-    return value
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-def _worker_body(rank: int, job: dict[str, Any]) -> int:
-    """Join the group, run the job's function, write its result; the process's exit code."""
-    from datetime import timedelta
-
-    jobdir, world = job["dir"], job["world"]
-    result: tuple = ("error", "RuntimeError", "the worker did not start", "")
-    try:
-        import torch
-        import torch.distributed as dist
-
-        if job["threads"]:
-            torch.set_num_threads(job["threads"])
-        fn, args, kwargs = _pickler().loads(job["payload"])
-        pg_timeout = timedelta(seconds=job["timeout"] + job["start_timeout"] + 30)
-        port_file = os.path.join(jobdir, "port")
-        if rank == 0:
-            store = dist.TCPStore("127.0.0.1", 0, world, is_master=True, timeout=pg_timeout, wait_for_workers=False)
-            _write_atomic(port_file, str(store.port).encode())
-        else:
-            while not os.path.exists(port_file):
-                time.sleep(0.005)
-            with open(port_file) as f:
-                port = int(f.read())
-            store = dist.TCPStore("127.0.0.1", port, world, is_master=False, timeout=pg_timeout)
-        init: dict[str, Any] = {"backend": job["backend"], "store": store, "rank": rank, "world_size": world,
-                                "timeout": pg_timeout}
-        if job["backend"] == "nccl":
-            torch.cuda.set_device(rank % torch.cuda.device_count())
-            init["device_id"] = torch.device("cuda", torch.cuda.current_device())
-        dist.init_process_group(**init)
-        dist.barrier()          # every pair connected before any rank can finish and close its end
-        _write_atomic(os.path.join(jobdir, f"{rank}.ready"), b"")
-        value = fn(rank, world, *args, **kwargs)
-        result = ("ok", _to_cpu(value))
-        dist.barrier()          # and no rank leaves while another still talks to it
-    except BaseException as exc:  # noqa: BLE001 - reported to the caller by rank
-        result = ("error", type(exc).__name__, str(exc), traceback.format_exc())
-    try:
-        data = _pickler().dumps(result)
-    except Exception as exc:  # noqa: BLE001
-        result = ("error", type(exc).__name__, f"the result of rank {rank} cannot be pickled: {exc}", "")
-        data = pickle.dumps(result)
-    _write_atomic(os.path.join(jobdir, f"{rank}.result"), data)
-    with contextlib.suppress(Exception):
-        import torch.distributed as dist
-        if dist.is_initialized():
-            dist.destroy_process_group()
-    return 0 if result[0] == "ok" else 1
-
-
-def _die_with_parent() -> None:
-    """On Linux, SIGKILL this process when its parent exits."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
-
-
-def _redirect_stdio(jobdir: str, rank: int) -> None:
-    for fd, name, mode in ((0, os.devnull, os.O_RDONLY), (1, f"{rank}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                           (2, f"{rank}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
-        target = os.open(name if name == os.devnull else os.path.join(jobdir, name), mode, 0o600)
-        os.dup2(target, fd)
-        os.close(target)
-
-
-# --- the zygote: imports torch once, forks workers ----------------------------------------------
-
-def _send_msg(sock: socket.socket, obj: Any) -> None:
-    data = pickle.dumps(obj)
-    sock.sendall(struct.pack("<Q", len(data)) + data)
-
-
-def _recv_msg(sock: socket.socket) -> Any:
-    head = b""
-    while len(head) < 8:
-        chunk = sock.recv(8 - len(head))
-        if not chunk:
-            raise EOFError
-        head += chunk
-    (n,) = struct.unpack("<Q", head)
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(min(n - len(buf), 1 << 20))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return pickle.loads(bytes(buf))
-
-
-def _zygote_main(fd: int) -> None:
-    """The zygote's loop: fork workers for each job, report their exits, kill on request."""
-    sock = socket.socket(fileno=fd)
-    _die_with_parent()
-    for name in ("torch", "torch.distributed", "torch.nn", "gpudl.collectives"):
-        with contextlib.suppress(Exception):
-            importlib.import_module(name)
-
-    def cuda_initialised() -> bool:
-        torch = sys.modules.get("torch")
-        return bool(torch is not None and torch.cuda.is_initialized())
-
-    children: dict[int, tuple[int, int]] = {}          # pid -> (job, rank)
-    jobs: dict[int, list[int]] = {}
-    while True:
-        readable, _, _ = select.select([sock], [], [], 0.02)
-        if readable:
-            try:
-                msg = _recv_msg(sock)
-            except (EOFError, OSError):
-                for pid in children:
-                    with contextlib.suppress(OSError):
-                        os.killpg(pid, signal.SIGKILL)
-                os._exit(0)
-            if msg["op"] == "launch":
-                sys.path[:] = msg["path"]
-                for name in msg["modules"]:
-                    with contextlib.suppress(Exception):
-                        importlib.import_module(name)
-                if cuda_initialised():
-                    why = (f"importing {msg['modules']} initialised CUDA in the zygote, whose forked workers "
-                           "could not use it: launch with start='spawn'")
-                    _send_msg(sock, {"op": "started", "job": msg["id"], "pids": [], "error": why})
-                    continue
-                pids = []
-                for rank in range(msg["world"]):
-                    pid = os.fork()
-                    if pid == 0:
-                        code = 1
-                        try:
-                            os.setpgid(0, 0)
-                            _die_with_parent()
-                            sock.close()
-                            _redirect_stdio(msg["dir"], rank)
-                            os.environ.clear()
-                            os.environ.update(msg["env"])
-                            os.chdir(msg["cwd"])
-                            code = _worker_body(rank, msg)
-                        finally:
-                            with contextlib.suppress(Exception):
-                                sys.stdout.flush()
-                                sys.stderr.flush()
-                            os._exit(code)
-                    children[pid] = (msg["id"], rank)
-                    pids.append(pid)
-                jobs[msg["id"]] = pids
-                _send_msg(sock, {"op": "started", "job": msg["id"], "pids": pids})
-            elif msg["op"] == "kill":
-                for pid in jobs.get(msg["job"], []):
-                    if pid in children:
-                        for kill in (os.killpg, os.kill):
-                            with contextlib.suppress(OSError):
-                                kill(pid, signal.SIGKILL)
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            if pid in children:
-                job, rank = children.pop(pid)
-                _send_msg(sock, {"op": "exit", "job": job, "rank": rank, "code": os.waitstatus_to_exitcode(status)})
-
-
-# The zygote runs this file as a script, so that starting it imports nothing but the standard
+# The zygote runs worker.py as a script, so that starting it imports nothing but the standard
 # library; then torch. It must never initialise CUDA (a forked child could not use it): torch's
 # CUDA checks ask NVML instead of the driver there, and its BLAS keeps no thread pool. Its
 # workers get the caller's environment back before anything else.
 _ZYGOTE_BOOT = ("import os, sys, json, runpy; os.environ['PYTORCH_NVML_BASED_CUDA_CHECK'] = '1'; "
                 "os.environ['OPENBLAS_NUM_THREADS'] = '1'; sys.path[:] = json.loads(sys.argv[2]); "
-                "runpy.run_path(sys.argv[3], run_name='gpudl_zygote')['_zygote_main'](int(sys.argv[1]))")
+                "runpy.run_path(sys.argv[3], run_name='gpudl_zygote')['zygote_main'](int(sys.argv[1]))")
 
 
 class _Zygote:
@@ -316,7 +123,7 @@ class _Zygote:
         ours, theirs = socket.socketpair()
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, "-c", _ZYGOTE_BOOT, str(theirs.fileno()), json.dumps(sys.path),
-                                      os.path.abspath(__file__)],
+                                      os.path.abspath(_w.__file__)],
                                      pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log, close_fds=True)
         theirs.close()
@@ -326,14 +133,14 @@ class _Zygote:
         return self.proc.poll() is None
 
     def request(self, msg: dict[str, Any]) -> None:
-        _send_msg(self.sock, msg)
+        _w.send_msg(self.sock, msg)
 
     def next_message(self, timeout: float) -> dict[str, Any] | None:
         readable, _, _ = select.select([self.sock], [], [], max(timeout, 0.0))
         if not readable:
             return None
         try:
-            return _recv_msg(self.sock)
+            return _w.recv_msg(self.sock)
         except (EOFError, OSError):
             self.log.seek(0)
             tail = self.log.read().decode(errors="replace")[-2000:]
@@ -351,6 +158,13 @@ class _Zygote:
 
 
 _zygote: _Zygote | None = None
+_NO_PRELOAD: set[str] = set()          # modules whose import initialises CUDA: workers import them
+
+
+class _CudaInZygote(Exception):
+    def __init__(self, module: str):
+        super().__init__(module)
+        self.module = module
 
 
 def shutdown() -> None:
@@ -385,8 +199,8 @@ def _zygote_for(env: dict[str, str]) -> _Zygote:
 # --- the caller's side ----------------------------------------------------------------------------
 
 _SPAWN_BOOT = ("import sys, pickle; job = pickle.load(open(sys.argv[1], 'rb')); sys.path[:] = job['path']; "
-               "from gpudl.collectives.launch import _die_with_parent, _worker_body; _die_with_parent(); "
-               "sys.exit(_worker_body(int(sys.argv[2]), job))")
+               "from gpudl.collectives.worker import die_with_parent, worker_body; die_with_parent(); "
+               "sys.exit(worker_body(int(sys.argv[2]), job))")
 
 
 class _Job:
@@ -406,6 +220,8 @@ class _Job:
                 if msg is None:
                     raise LaunchError("the worker launcher (zygote) did not answer within 60 s")
                 if msg["op"] == "started" and msg["job"] == job["id"]:
+                    if msg.get("cuda"):
+                        raise _CudaInZygote(msg["cuda"])
                     if msg.get("error"):
                         raise LaunchError(msg["error"])
                     self.pids = msg["pids"]
@@ -516,11 +332,11 @@ def launch(fn: Callable, world_size: int, *args: Any, backend: str | None = None
     if start not in ("fork", "spawn"):
         raise ValueError(f"start must be 'fork' or 'spawn', got {start!r}")
     try:
-        payload = _pickler().dumps((fn, args, kwargs))
+        payload = _w.pickler().dumps((fn, args, kwargs))
     except Exception as exc:  # noqa: BLE001
         raise TypeError(f"cannot send {getattr(fn, '__name__', fn)!r} and its arguments to the workers: {exc}"
                         + (" (functions defined in a notebook need cloudpickle: pip install cloudpickle)"
-                           if _pickler() is pickle else "")) from None
+                           if _w.pickler() is pickle else "")) from None
     jobdir = tempfile.mkdtemp(prefix="gpudl-launch-")
     job = {"id": int.from_bytes(os.urandom(6), "little"), "dir": jobdir, "world": world_size, "payload": payload,
            "backend": backend, "timeout": float(timeout), "start_timeout": float(start_timeout), "threads": threads,
@@ -528,7 +344,16 @@ def launch(fn: Callable, world_size: int, *args: Any, backend: str | None = None
            "modules": _modules_of(fn) + list(preload)}
     workers = None
     try:
-        workers = _Job(job, start)
+        job["modules"] = [m for m in job["modules"] if m not in _NO_PRELOAD]
+        try:
+            workers = _Job(job, start)
+        except _CudaInZygote as exc:
+            # A forked child cannot use CUDA once its parent initialised it: this zygote is spoilt.
+            # Start a fresh one that leaves the module to the workers to import.
+            _NO_PRELOAD.add(exc.module)
+            shutdown()
+            job["modules"] = [m for m in job["modules"] if m not in _NO_PRELOAD]
+            workers = _Job(job, start)
         return _supervise(workers, jobdir, world_size, timeout, start_timeout, echo)
     finally:
         if workers is not None:
