@@ -31,9 +31,11 @@ def pickler():
     """cloudpickle (functions by value, so a notebook's work), else a vendored copy, else pickle."""
     for name in ("cloudpickle", "joblib.externals.cloudpickle", "numba.cloudpickle"):
         try:
-            return importlib.import_module(name)
+            module = importlib.import_module(name)
         except ImportError:
             continue
+        if hasattr(module, "dumps"):
+            return module
     return pickle
 
 
@@ -68,7 +70,7 @@ def worker_body(rank: int, job: dict[str, Any]) -> int:
 
         if job["threads"]:
             torch.set_num_threads(job["threads"])
-        fn, args, kwargs = pickler().loads(job["payload"])
+        fn, args, kwargs = pickle.loads(job["payload"])      # cloudpickle writes plain pickles
         pg_timeout = timedelta(seconds=job["timeout"] + job["start_timeout"] + 30)
         port_file = os.path.join(jobdir, "port")
         if rank == 0:
