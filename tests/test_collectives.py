@@ -409,13 +409,20 @@ def test_nccl_workers_see_the_multicast_switches(monkeypatch):
 
 
 def _reference_step(model, x, y, lr, buckets):
-    """One data-parallel step as lab 10 asks for it, from the package's pieces."""
-    from gpudl.collectives import GradientBuckets, sgd_step
-    hooks = GradientBuckets(list(model.parameters()), all_reduce=dist.all_reduce, overlap=False, buckets=buckets)
+    """One data-parallel step as lab 10 asks for it (the lab forbids the package's GradientBuckets)."""
+    k = dist.get_world_size()
+    params = list(model.parameters())
     torch.nn.functional.mse_loss(model(x), y).backward()
-    hooks.synchronize()
-    hooks.remove()
-    sgd_step(model, lr)
+    for bucket in buckets:
+        grads = [params[i].grad for i in bucket]
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat)
+        flat /= k
+        for g, piece in zip(grads, flat.split([g.numel() for g in grads])):
+            g.copy_(piece.view_as(g))
+    with torch.no_grad():
+        for p in params:
+            p -= lr * p.grad
 
 
 def _lab10_checks_pass_the_references(hidden: bool) -> None:

@@ -38,7 +38,8 @@ _TORCH_COLLECTIVES = tuple(f"torch.distributed.{n}" for n in (
     "scatter", "gather"))
 _RING_REFS = ("gpudl.collectives.ring:ring_broadcast", "gpudl.collectives.ring:ring_reduce_scatter",
               "gpudl.collectives.ring:ring_all_gather", "gpudl.collectives.ring:ring_all_reduce")
-_DP_FORBID = ("torch.nn.parallel.DistributedDataParallel", "gpudl.collectives.data_parallel:plan_buckets")
+_DP_FORBID = ("torch.nn.parallel.DistributedDataParallel", "gpudl.collectives.data_parallel:plan_buckets",
+              "gpudl.collectives.GradientBuckets", "gpudl.collectives.data_parallel.GradientBuckets")
 
 _DEADLOCK = ("a deadlock: a rank waits for a message that no rank sends. Every send needs a matching receive on its "
              "peer: each rank sends to its right neighbour (rank + 1) % k and receives from its left neighbour "
