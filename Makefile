@@ -25,7 +25,7 @@ lab: setup                           ## open JupyterLab on the student notebooks
 	$(BIN)/gpudl lab $(LAB_ARGS)
 
 test: setup                          ## run every test: package, course notebooks, grading round trips
-	$(BIN)/python -m pytest -n 2 --durations=15
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
 release: setup                       ## regenerate labs/ from solutions/ (one LAB=... or all)
 	$(BIN)/gpudl release $(LAB)

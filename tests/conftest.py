@@ -27,7 +27,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpudl import notebooks, pipeline
+from gpudl import notebooks, pipeline, sandbox
+
+# Labs are graded the way `gpudl grade` grades them: in the sandbox, where bubblewrap works.
+SANDBOX = sandbox.available()[0]
 
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "tests" / "mutants"
@@ -113,7 +116,7 @@ class LabCourse:
             nbformat.write(nb, str(path))
         result, _db = pipeline.autograde_student(
             self.lab, student, path, self.base_gradebook, self.workdir / "students",
-            seed=pipeline.student_seed(SECRET, self.lab, student))
+            seed=pipeline.student_seed(SECRET, self.lab, student), sandbox=SANDBOX)
         graded = nbformat.read(str(result.autograded), as_version=4) if result.autograded else None
         return result, graded
 

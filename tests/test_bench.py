@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpudl import bench, hardware
+from gpudl import bench, benchmarks, hardware
 from gpudl.grading import GradingError, guard
 from gpudl.grading import lab02 as check
 from gpudl.references import ReferenceUsedError
@@ -383,7 +383,7 @@ def test_gemm_regime_on_an_h100_in_fp32():
 @pytest.mark.slow
 @pytest.mark.skipif(CUDA, reason="the CPU table")
 def test_matmul_benchmark_on_the_cpu():
-    table = bench.BENCHMARKS["matmul"](["--sizes", "32", "64"])
+    table = benchmarks.run("matmul", ["--sizes", "32", "64"])
     assert [(r["impl"], r["n"]) for r in table.rows] == [("numpy.matmul", 32), ("torch.matmul", 32),
                                                          ("numpy.matmul", 64), ("torch.matmul", 64)]
     for r in table.rows:

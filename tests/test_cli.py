@@ -50,7 +50,7 @@ def test_release_regenerates_a_lab_in_a_course_copy(tmp_path):
 
 @pytest.mark.parametrize("args,says", [
     (("grade", "lab99_nothing", "subs", "--out", "out"), "labs are: lab01_performance_basics"),
-    (("grade", "lab01_performance_basics", "no/such/folder", "--out", "out"), "neither a folder of submissions"),
+    (("grade", "lab01_performance_basics", "no/such/folder", "--out", "out"), "does not exist"),
     (("release", "lab99_nothing"), "labs are: lab01_performance_basics"),
 ])
 def test_a_wrong_name_or_path_is_one_line_that_says_what_exists_not_a_traceback(tmp_path, args, says):

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from hypothesis import assume, given, settings, strategies as st
 
-from gpudl import bench, conv, layout
+from gpudl import bench, benchmarks, conv, layout
+from gpudl.conv import descriptors, geometry
 from gpudl.conv import Algo, ConvolutionDescriptor as CD, FilterDescriptor, Mode, Status, TensorDescriptor
 from gpudl.grading import assert_close, tolerance
 
@@ -85,8 +86,8 @@ def test_descriptors_reject_nonsense():
     with pytest.raises(ValueError, match="unknown Mode"):
         CD(mode="FLIPPED")
     assert CD(pad=1, mode="convolution").pad == (1, 1) and CD(mode="convolution").mode is Mode.CONVOLUTION
-    assert conv._algo("CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM") is Algo.IMPLICIT_GEMM
-    assert conv._algo("im2col") is Algo.GEMM
+    assert descriptors._algo("CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM") is Algo.IMPLICIT_GEMM
+    assert descriptors._algo("im2col") is Algo.GEMM
 
 
 def test_filter_descriptor_from_tensor():
@@ -139,7 +140,7 @@ def test_impossible_configurations_say_why():
 def _check(y, x, w, cd, name):
     expected = torch_conv(x, w, cd)
     assert_close(y, expected, dtype=y.dtype, k=w.shape[1] * w.shape[2] * w.shape[3] * 4, name=name)
-    want = "NHWC" if conv._is_nhwc(x) else "NCHW"
+    want = "NHWC" if geometry._is_nhwc(x) else "NCHW"
     if y.shape[1] > 1 and min(y.shape[2:]) > 1:
         assert layout.format_of(layout.layout_of(y)) == want, f"{name} returned the wrong memory format"
 
@@ -466,7 +467,7 @@ def test_math_type_changes_nothing_on_the_cpu():
 
 
 def test_benchmark_table_has_every_algorithm():
-    table = conv.BENCHMARKS["conv"](["--quick", "--n", "1", "--c", "4", "--hw", "8", "--k", "4"])
+    table = benchmarks.run("conv", ["--quick", "--n", "1", "--c", "4", "--hw", "8", "--k", "4"])
     names = [row["algorithm"] for row in table.rows]
     assert set(a.value for a in conv.DEFAULT_FIND) <= set(names) and any("torch" in n for n in names)
     assert all(row["median ms"] > 0 for row in table.rows)

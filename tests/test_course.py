@@ -1,28 +1,29 @@
-"""Every lecture notebook under course/ executes on this machine without an error."""
+"""Every lecture notebook under course/ executes on this machine without an error.
+
+The notebooks run in this process (``tests/lecture_run.py``), once per session: the same run
+serves ``test_lecture_figures.py``. ``gpudl run-labs`` executes them in a Jupyter kernel
+(``tests/test_runlabs.py``, and on a GPU runner every notebook).
+"""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from lecture_run import executed
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = sorted((ROOT / "course").glob("*.ipynb"))
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("path", COURSE, ids=lambda p: p.stem)
-def test_course_notebook_runs(path, tmp_path):
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=pytest.mark.xdist_group(f"lecture-{p.stem}"))
+                                  for p in COURSE])
+def test_course_notebook_runs(path):
     nb = nbformat.read(str(path), as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.get("outputs"), f"{path.name} is committed with outputs: clear them"
-    env_backend = os.environ.setdefault("MPLBACKEND", "Agg")
-    assert env_backend
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
-    errors = [(i, o.ename, o.evalue) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
-    assert not errors, f"{path.name}: {errors}"
+    run = executed(path)
+    assert run.error is None, f"{path.name}: {run.error}"

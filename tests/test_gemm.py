@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpudl import gemm
+from gpudl import benchmarks, gemm
 from gpudl.grading import assert_close, tolerance
 
 CUDA = torch.cuda.is_available()
@@ -298,7 +298,7 @@ def test_loop_order_reads_tell_all_six_orders_apart():
 
 @pytest.mark.slow
 def test_benchmark_runs_and_the_model_holds():
-    table = gemm.BENCHMARKS["gemm"](["--quick", "-n", "256", "--rounds", "1", "--budget", "0.2"])
+    table = benchmarks.run("gemm", ["--quick", "-n", "256", "--rounds", "1", "--budget", "0.2"])
     traffic = [r for r in table.rows if r["section"] == "traffic"]
     assert len(traffic) >= 4
     assert all(abs(r["simulated / model"] - 1) <= 0.10 for r in traffic)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -134,6 +135,66 @@ def test_guard_refuses_library_routines_even_when_imported_early():
     assert sys.getprofile() is None
 
 
+def _underneath(ref):
+    """The function under a @reference wrapper, fished out of its closure as a student could."""
+    from gpudl.references import code_of
+    return next(c.cell_contents for c in ref.__closure__
+                if getattr(c.cell_contents, "__code__", None) is code_of(ref))
+
+
+def test_reference_wrapper_keeps_no_wrapped_function():
+    import inspect
+
+    assert not hasattr(_ref_square, "__wrapped__")
+    assert inspect.unwrap(_ref_square) is _ref_square
+    assert list(inspect.signature(_ref_square).parameters) == ["x"]     # help() still shows the arguments
+
+
+def test_guard_catches_the_function_underneath_a_reference():
+    underneath = _underneath(_ref_square)
+    assert underneath(3) == 9                         # outside a guard it is just a function
+    with pytest.raises(ReferenceUsedError, match="underneath"):
+        grading.call_student(lambda x: underneath(x), 3, forbid=[_ref_square])
+    rebuilt = type(underneath)(underneath.__code__, underneath.__globals__)      # a new function, the same code
+    with pytest.raises(ReferenceUsedError, match="underneath"):
+        grading.call_student(lambda x: rebuilt(x), 3, forbid=[_ref_square])
+    assert sys.getprofile() is None and threading.getprofile() is None
+    assert grading.call_student(lambda x: underneath(x), 3) == 9     # not forbidden: allowed
+
+
+def test_guard_catches_the_function_underneath_in_a_thread():
+    underneath = _underneath(_ref_square)
+
+    def cheat(x):
+        out = []
+        t = threading.Thread(target=lambda: out.append(underneath(x)))
+        t.start()
+        t.join()
+        return out[0]
+
+    with pytest.raises(ReferenceUsedError):
+        grading.call_student(cheat, 3, forbid=[_ref_square])
+
+
+def test_guard_judges_the_caller_by_its_file_not_its_module_name():
+    namespace = {"__name__": "gpudl.my_solution", "ref": _ref_square}
+    exec("def cheat(x):\n    return ref(x)\n", namespace)
+    with pytest.raises(ReferenceUsedError, match="reference"):
+        grading.call_student(namespace["cheat"], 3, forbid=[_ref_square])
+    namespace = {"__name__": "gpudl.my_solution", "ref": _underneath(_ref_square)}
+    exec("def cheat(x):\n    return ref(x)\n", namespace)
+    with pytest.raises(ReferenceUsedError):
+        grading.call_student(namespace["cheat"], 3, forbid=[_ref_square])
+
+
+def test_package_code_is_told_apart_by_its_file():
+    from gpudl import roofline
+    from gpudl.references import code_of, in_package
+
+    assert in_package(code_of(roofline.attainable_flops)) and not in_package(code_of(_ref_square))
+    assert grading.call_student(lambda: roofline.attainable_flops(1.0, "A100"), forbid=[peak_flops]) > 0
+
+
 def test_guard_rejects_unknown_things():
     with pytest.raises(TypeError):
         with grading.guard(len):
@@ -180,3 +241,12 @@ def test_check_choice_accepts_the_letters_in_any_order_and_hints_otherwise():
         check_choice("labX", "ab", "ABCD", digest, "think again", question="q1")
     with pytest.raises(GradingError, match="only the letters A-D"):
         check_choice("labX", "E", "ABCD", digest, "think again", question="q1")
+
+
+def test_assert_close_judges_values_whose_squares_overflow():
+    import numpy as np
+    from gpudl.grading import GradingError, assert_close
+
+    assert_close(np.array([1e300, 3e300]), np.array([1e300, 3e300]))
+    with pytest.raises(GradingError):
+        assert_close(np.array([1e300, 2e300]), np.array([1e300, 3e300]))

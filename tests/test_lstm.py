@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from gpudl import lstm
+from gpudl import benchmarks, lstm
 from gpudl.grading import numerical_gradient, tolerance
 
 SEED_TOL = 1e-4        # the slides round every intermediate to 4-5 digits
@@ -380,7 +380,7 @@ def test_sgd_step_returns_new_arrays():
 
 
 def test_benchmark_returns_a_table():
-    table = lstm.BENCHMARKS["lstm"](["--quick", "-T", "3", "-N", "2", "-D", "8", "-H", "4", "--budget", "0.02"])
+    table = benchmarks.run("lstm", ["--quick", "-T", "3", "-N", "2", "-D", "8", "-H", "4", "--budget", "0.02"])
     names = [r["implementation"] for r in table.rows]
     assert "torch nn.LSTM" in names and any(n.startswith("numpy lstm_forward") for n in names)
     assert all(r["median ms"] > 0 for r in table.rows)

@@ -139,8 +139,12 @@ def test_lms_layouts_are_recognised(tmp_path):
     evil = tmp_path / "evil.zip"
     with zipfile.ZipFile(evil, "w") as zf:
         zf.writestr("../escape.ipynb", good)
-    with pytest.raises(ValueError, match="unsafe"):
-        pipeline.find_submissions(evil, LAB, workdir=tmp_path / "w3")
+        zf.writestr(f"kim/{LAB}.ipynb", good)
+    subs = {s.student: s for s in pipeline.find_submissions(evil, LAB, workdir=tmp_path / "w3")}
+    assert set(subs) == {"escape", "kim"}, "one bad entry gets its own row; the others are still graded"
+    assert "unsafe path" in subs["escape"].problem and subs["escape"].notebook is None
+    assert subs["kim"].notebook is not None
+    assert not (tmp_path / "escape.ipynb").exists() and not (tmp_path / "w3" / "escape.ipynb").exists()
 
 
 def test_cli_grades_a_zip_and_regrades_in_place(graded, tmp_path):
@@ -157,6 +161,11 @@ def test_cli_grades_a_zip_and_regrades_in_place(graded, tmp_path):
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=pipeline.COURSE_ID) as gb:
         scores = {s.student.id: s.score for s in gb.assignment_submissions(LAB)}
     assert scores["bob"] == 0 and scores["alice"] == 32      # bob replaced, the others kept
+    rows = pipeline.read_scores(out / "grades.csv")
+    assert set(rows) == {"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan"}, (
+        "grades.csv must keep every student graded so far, not only the regraded one")
+    assert rows["bob"]["score"] == 0 and rows["alice"]["score"] == 32 and "invalid notebook" in rows["dave"]["reason"]
+    assert not list(out.glob("*.tmp")), "grades.csv is written through a temporary file, then renamed"
 
 
 def test_secret_file_is_created_once_and_private(tmp_path, monkeypatch):

@@ -1,339 +1,55 @@
-"""Timing done right: the project's one timing module.
+"""Measuring matmul FLOP/s (Unit 02): the lecture's LAB 2, done right.
 
-GPU work is asynchronous: a call returns as soon as the kernel is *queued*. Timing it with
-``time.time()`` and no synchronisation measures the launch, not the work. Here:
-
-- ``time_cpu``  times synchronous work with ``time.perf_counter``;
-- ``time_cuda`` brackets each run with CUDA events, optionally flushes the L2 cache before
-  each run (so every run starts cold, as ``triton.testing.do_bench`` does), and reads the
-  events only after synchronising;
-- both warm up first (first calls compile, allocate, load libraries, raise clocks), keep
-  every raw time, and stop once the median is stable (its confidence interval within
-  ``rel_ci``) or the time budget is spent;
-- ``measure`` chooses between them for a device.
-
-A ``Measurement`` keeps the raw times and reports the median (robust to the occasional
-slow run) with quantiles. ``Table`` is what a benchmark returns: rows that
-``gpudl bench`` prints and ``gpudl run-labs`` puts in its report.
-
-On top of the timers, matrix multiplication measured honestly (Unit 02):
+The lecture times a GPU matmul with ``time.time()`` and no synchronisation, and reads
+thousands of TFLOP/s for a matmul that runs at tens. This module is the unit's package: it
+measures C = A @ B honestly with the project's timers (``gpudl.timing``, re-exported here:
+``time_cpu``, ``time_cuda``, ``measure``, ``Measurement``, ``check_plausible``,
+``ImplausibleMeasurementError``) and explains what it measures:
 
 - ``gemm_flops`` counts 2mnk (one multiply-add is two FLOPs);
 - ``allow_tf32`` sets whether FP32 matmuls may run on tensor cores in TF32, and puts the
   setting back; ``tf32_allowed`` reads it;
 - ``matmul_tflops`` times one ``A @ B`` and gives TFLOP/s and the fraction of the device's
   peak (from ``gpudl.hardware``), refusing a figure above peak; ``matmul_sweep`` does it over
-  sizes and dtypes with a progress bar that is silent while grading;
+  sizes and dtypes (the lecture's FLOP/s against N) with a progress bar that is silent while
+  grading;
 - ``gemm_waves`` and ``gemm_regime`` say why small matmuls are far from peak (launch
   overhead, too few tiles for the SMs, a partly empty last wave);
 - ``SimulatedGPU`` is an asynchronous device for machines without one: work is queued on
   a timeline and the host returns at once, events are stamped when the queue reaches
   them, and ``synchronize`` waits. On a CPU it shows (and lets the grader prove) what an
-  unsynchronised GPU timer gets wrong;
-- ``BENCHMARKS["matmul"]`` (``gpudl bench matmul``) prints gpudl's median next to
-  ``triton.testing.do_bench`` and ``torch.utils.benchmark.Timer`` for the same matmul.
+  unsynchronised GPU timer gets wrong; ``measure`` and ``time_cuda(api=...)`` time it.
 
-Public names: ``Measurement``, ``time_cpu``, ``time_cuda``, ``measure``,
-``ImplausibleMeasurementError``, ``check_plausible``, ``Table``, ``gemm_flops``,
-``allow_tf32``, ``tf32_allowed``, ``MATMUL_DTYPES``, ``torch_dtype``, ``MatmulResult``,
-``matmul_tflops``, ``matmul_sweep``, ``Waves``, ``gemm_waves``, ``REGIMES``, ``gemm_regime``,
-``SimulatedGPU`` (with ``SimulatedEvent``, ``SimulatedKernel``, ``Launch``),
-``matmul_benchmark``, ``BENCHMARKS``.
+``gpudl bench matmul`` (``gpudl.benchmarks.matmul``) sets gpudl's timer beside
+``triton.testing.do_bench`` and ``torch.utils.benchmark.Timer``. ``Table`` (``gpudl.table``)
+is re-exported for notebooks that print one.
+
+Public names, in order: ``gemm_flops``, ``allow_tf32``, ``tf32_allowed``, ``MATMUL_DTYPES``,
+``torch_dtype``, ``MatmulResult``, ``matmul_tflops``, ``matmul_sweep``, ``Waves``, ``gemm_waves``,
+``REGIMES``, ``gemm_regime``, ``SimulatedGPU`` (with ``SimulatedEvent``, ``SimulatedKernel``,
+``Launch``); from ``gpudl.timing``: ``Measurement``, ``time_cpu``, ``time_cuda``, ``measure``,
+``ImplausibleMeasurementError``, ``check_plausible``; from ``gpudl.table``: ``Table``.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
-import statistics
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
 
 from .references import reference
+from .table import Table
+from .timing import (ImplausibleMeasurementError, Measurement, _fmt_time, check_plausible, measure, time_cpu,
+                     time_cuda)
+
+__all__ = ["gemm_flops", "allow_tf32", "tf32_allowed", "MATMUL_DTYPES", "torch_dtype", "MatmulResult",
+           "matmul_tflops", "matmul_sweep", "Waves", "gemm_waves", "REGIMES", "gemm_regime", "SimulatedGPU",
+           "SimulatedEvent", "SimulatedKernel", "Launch", "Measurement", "time_cpu", "time_cuda", "measure",
+           "ImplausibleMeasurementError", "check_plausible", "Table"]
 
 
-class ImplausibleMeasurementError(RuntimeError):
-    """A measurement claims more than the device can do."""
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """Raw times (seconds) of repeated runs of one piece of work, and their statistics."""
-
-    times: tuple[float, ...]
-    what: str = ""
-    device: str = "cpu"
-    method: str = "perf_counter"
-    warmup: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.times:
-            raise ValueError("a Measurement needs at least one time")
-        if any(t < 0 or not math.isfinite(t) for t in self.times):
-            raise ValueError(f"times must be finite and non-negative, got {self.times[:5]}...")
-
-    @property
-    def count(self) -> int:
-        return len(self.times)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.times)
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.times)
-
-    @property
-    def min(self) -> float:
-        return min(self.times)
-
-    @property
-    def max(self) -> float:
-        return max(self.times)
-
-    def quantile(self, q: float) -> float:
-        """The q-quantile (0..1) of the times, by linear interpolation."""
-        if not 0 <= q <= 1:
-            raise ValueError(f"q must be in [0, 1], got {q}")
-        s = sorted(self.times)
-        pos = q * (len(s) - 1)
-        lo, hi = math.floor(pos), math.ceil(pos)
-        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-    @property
-    def iqr(self) -> float:
-        return self.quantile(0.75) - self.quantile(0.25)
-
-    @property
-    def median_ci(self) -> float:
-        """Half-width of an approximate 95% confidence interval of the median (1.57 IQR / sqrt n)."""
-        return 1.57 * self.iqr / math.sqrt(self.count)
-
-    def __str__(self) -> str:
-        return (f"{self.what or 'work'}: median {_fmt_time(self.median)} "
-                f"(IQR {_fmt_time(self.quantile(0.25))}..{_fmt_time(self.quantile(0.75))}, "
-                f"n={self.count}, {self.method} on {self.device})")
-
-
-def _fmt_time(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def _stable(times: Sequence[float], rel_ci: float) -> bool:
-    if len(times) < 3:
-        return False
-    m = Measurement(tuple(times))
-    return m.median > 0 and m.median_ci <= rel_ci * m.median
-
-
-@reference
-def time_cpu(fn: Callable[[], Any], *, warmup: int = 1, min_runs: int = 5, max_runs: int = 10_000,
-             budget_s: float = 1.0, rel_ci: float = 0.02, what: str = "") -> Measurement:
-    """Time synchronous work: ``warmup`` untimed calls, then runs until the median is stable
-    within ``rel_ci`` (after at least ``min_runs``), ``max_runs`` are done, or ``budget_s``
-    seconds are spent."""
-    if min_runs < 1 or max_runs < min_runs:
-        raise ValueError(f"need 1 <= min_runs <= max_runs, got {min_runs}, {max_runs}")
-    for _ in range(warmup):
-        fn()
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < max_runs:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        if len(times) >= min_runs and (time.perf_counter() - start > budget_s or _stable(times, rel_ci)):
-            break
-    return Measurement(tuple(times), what=what, device="cpu", method="perf_counter", warmup=warmup)
-
-
-def _l2_flush_buffer(device_index: int):
-    """A buffer of twice the GPU's L2 cache, and at least 256 MB; zeroing it evicts whatever
-    was cached. Like do_bench, each measurement allocates its own (from torch's caching
-    allocator, so it is cheap), which leaves the timed work's tensors where do_bench's are."""
-    import torch
-
-    l2 = int(getattr(torch.cuda.get_device_properties(device_index), "L2_cache_size", 0)) or 64 * 2**20
-    nbytes = max(2 * l2, 256 * 2**20)
-    return torch.empty(nbytes // 4, dtype=torch.int32, device=f"cuda:{device_index}")
-
-
-def _nothing() -> None:
-    pass
-
-
-@reference
-def time_cuda(fn: Callable[[], Any], *, warmup: int = 3, min_runs: int = 10, max_runs: int = 10_000,
-              budget_s: float = 1.0, rel_ci: float = 0.01, flush_l2: bool = True, batch: int = 10,
-              what: str = "", warmup_s: float = 0.025, min_time_s: float = 0.1, api: Any = None) -> Measurement:
-    """Time GPU work with CUDA events, one pair per run, the way ``triton.testing.do_bench`` does.
-
-    1. ``warmup`` calls and a synchronisation pay any first-call cost (compiling, allocating,
-       choosing a library kernel) before anything is timed.
-    2. Five runs under one pair of events estimate how long a run takes, L2 flush included.
-    3. ``warmup_s`` of further calls (do_bench: 25 ms) flow straight into the first timed
-       batch, with no synchronisation between them, and the batch holds enough runs to keep
-       the GPU busy for ``min_time_s`` (do_bench: 100 ms). Before each timed run the L2 cache
-       is flushed (``flush_l2``), outside the events; the events are made beforehand, so the
-       GPU never waits for the host.
-    4. Timing stops once the median is stable (``rel_ci``), or ``max_runs`` are done, or
-       ``budget_s`` is spent; the events of each further batch are made while the GPU works.
-
-    Why so particular: a GPU's speed on the same kernel drifts by a few percent with its
-    clock, power and heat, so the median depends on the warm-up and the window. An earlier
-    version, with a longer window and a pause after the warm-up, read 4096^3 tensor-core
-    matmuls up to 2.5% faster than do_bench on an H200; ``gpudl bench matmul`` compares them.
-
-    ``api`` is the device interface: ``torch.cuda`` (the default) or a ``SimulatedGPU``,
-    anything with ``Event(enable_timing=True)`` and ``synchronize()``.
-    """
-    if api is None:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("time_cuda needs a CUDA device; use time_cpu (or measure) on the CPU")
-        api = torch.cuda
-        device_index = torch.cuda.current_device()
-        flush = _l2_flush_buffer(device_index).zero_ if flush_l2 else _nothing
-        device_name, method = f"cuda:{device_index}", "cuda events" + (" + L2 flush" if flush_l2 else "")
-    else:
-        flush = (getattr(api, "flush_l2", None) if flush_l2 else None) or _nothing
-        device_name = getattr(api, "name", type(api).__name__)
-        method = "events" + (" + L2 flush" if flush is not _nothing else "")
-    if min_runs < 1 or max_runs < min_runs:
-        raise ValueError(f"need 1 <= min_runs <= max_runs, got {min_runs}, {max_runs}")
-
-    def queue(events: list[tuple[Any, Any]]) -> None:
-        for begin, end in events:
-            flush()
-            begin.record()
-            fn()
-            end.record()
-
-    def make_events(n: int) -> list[tuple[Any, Any]]:
-        return [(api.Event(enable_timing=True), api.Event(enable_timing=True)) for _ in range(n)]
-
-    for _ in range(warmup):
-        fn()
-    api.synchronize()
-    n_warm, per_run = 0, None
-    if warmup > 0:
-        begin, end = api.Event(enable_timing=True), api.Event(enable_timing=True)
-        begin.record()
-        for _ in range(5):
-            flush()
-            fn()
-        end.record()
-        api.synchronize()
-        per_run = max(begin.elapsed_time(end) / 1e3 / 5, 1e-7)   # elapsed_time is in ms
-        n_warm = min(max(1, int(warmup_s / per_run)), 100_000)
-        batch = max(batch, min(math.ceil(min_time_s / per_run), 100_000))
-    times: list[float] = []
-    events = make_events(min(batch, max_runs))
-    for _ in range(n_warm):
-        fn()
-    start = time.perf_counter()
-    queue(events)
-    while True:
-        left = max_runs - len(times) - len(events)
-        upcoming = make_events(min(batch, left)) if left > 0 else []   # built while the GPU works
-        api.synchronize()
-        times.extend(b.elapsed_time(e) / 1e3 for b, e in events)
-        # the window, as do_bench counts it: runs with their flushes (estimated), or just the runs
-        window = len(times) * per_run if per_run is not None else sum(times)
-        if not upcoming or (len(times) >= min_runs and (
-                time.perf_counter() - start > budget_s or (window >= min_time_s and _stable(times, rel_ci)))):
-            break
-        events = upcoming
-        queue(events)
-    return Measurement(tuple(times), what=what, device=device_name, method=method, warmup=warmup)
-
-
-def measure(fn: Callable[[], Any], device: Any = None, **kwargs: Any) -> Measurement:
-    """``time_cuda`` for "cuda" (or "cuda:N") or a ``SimulatedGPU``, ``time_cpu`` for "cpu";
-    default: gpudl's device."""
-    from .hardware import device as current_device
-
-    if isinstance(device, SimulatedGPU):
-        return time_cuda(fn, api=device, **kwargs)
-    device = device or current_device()
-    if not isinstance(device, str):
-        raise TypeError(f"device must be 'cpu', 'cuda' or a SimulatedGPU, got {type(device).__name__}")
-    if device.startswith("cuda"):
-        return time_cuda(fn, **kwargs)
-    if device != "cpu":
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    cpu_kwargs = {k: v for k, v in kwargs.items() if k not in ("flush_l2", "batch", "warmup_s", "api")}
-    return time_cpu(fn, **cpu_kwargs)
-
-
-def check_plausible(rate: float, peak: float, *, what: str, unit: str = "FLOP/s", slack: float = 1.05) -> None:
-    """Raise when a measured rate exceeds the device's peak (by more than ``slack``).
-
-    A figure above peak is never a fast kernel; it is a broken measurement: the GPU was not
-    synchronised (only the launch was timed), the work was skipped or cached, or the
-    operation count is wrong.
-    """
-    if peak > 0 and rate > peak * slack:
-        raise ImplausibleMeasurementError(
-            f"{what}: {rate:.3g} {unit} is {rate / peak:.1f}x the device's peak of {peak:.3g} {unit}. "
-            "No kernel beats peak: the timer most likely measured only the kernel *launch* "
-            "(GPU calls are asynchronous: synchronise, or use CUDA events), or the FLOP count is wrong.")
-
-
-@dataclass
-class Table:
-    """What a benchmark returns: a title, rows of named values, notes, and optional figures."""
-
-    title: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    figures: dict[str, Any] = field(default_factory=dict)   # file stem -> matplotlib Figure
-
-    def columns(self) -> list[str]:
-        cols: list[str] = []
-        for row in self.rows:
-            cols.extend(k for k in row if k not in cols)
-        return cols
-
-    @staticmethod
-    def _cell(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return "" if v is None else str(v)
-
-    def to_markdown(self) -> str:
-        cols = self.columns()
-        lines = [f"### {self.title}", ""]
-        if cols:
-            lines.append("| " + " | ".join(cols) + " |")
-            lines.append("|" + "---|" * len(cols))
-            lines.extend("| " + " | ".join(self._cell(r.get(c)) for c in cols) + " |" for r in self.rows)
-        lines.extend(f"\n{n}" for n in self.notes)
-        return "\n".join(lines)
-
-    def to_text(self) -> str:
-        cols = self.columns()
-        cells = [[self._cell(r.get(c)) for c in cols] for r in self.rows]
-        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(cols)]
-        out = [self.title, "  ".join(c.ljust(w) for c, w in zip(cols, widths)),
-               "  ".join("-" * w for w in widths)]
-        out.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells)
-        out.extend(self.notes)
-        return "\n".join(out)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"title": self.title, "rows": self.rows, "notes": self.notes}
-
-
-# =======================================================================================
-# Matrix multiplication, measured honestly (Unit 02)
-# =======================================================================================
+# --- counting ---------------------------------------------------------------------------
 
 @reference
 def gemm_flops(m: int, n: int, k: int) -> int:
@@ -588,9 +304,7 @@ def gemm_regime(m: int, n: int, k: int, sms: int, peak_flops: float, *, launch_o
     return "compute"
 
 
-# =======================================================================================
-# A simulated asynchronous GPU
-# =======================================================================================
+# --- a simulated asynchronous GPU ---------------------------------------------------------
 
 @dataclass(frozen=True)
 class Launch:
@@ -791,149 +505,3 @@ def _tf32_allowed_quiet() -> bool:
     except Exception:  # noqa: BLE001 - no torch: no TF32
         return False
 
-
-# =======================================================================================
-# gpudl bench matmul
-# =======================================================================================
-
-def _do_bench_median(stmt: Callable[[], Any]) -> float:
-    """triton.testing.do_bench's median in seconds."""
-    import triton.testing
-
-    return triton.testing.do_bench(stmt, return_mode="median") / 1e3     # ms -> s
-
-
-def _timer_median(globals_: dict[str, Any], stmt_text: str, cuda: bool) -> float:
-    """torch.utils.benchmark.Timer's blocked_autorange median in seconds."""
-    from torch.utils.benchmark import Timer
-
-    return Timer(stmt=stmt_text, globals=globals_).blocked_autorange(min_run_time=0.2 if cuda else 0.5).median
-
-
-def matmul_benchmark(argv: Sequence[str] = ()) -> Table:
-    """C = A @ B: gpudl's median next to triton's do_bench and torch's Timer, TFLOP/s, fraction of peak."""
-    import numpy as np
-    import torch
-
-    from . import hardware
-
-    dev = hardware.device()
-    p = argparse.ArgumentParser(prog="gpudl bench matmul", description=matmul_benchmark.__doc__)
-    p.add_argument("--quick", action="store_true", help="smaller sizes")
-    p.add_argument("--sizes", type=int, nargs="+", help="square sizes n (default: 4096 8192 on a GPU)")
-    p.add_argument("--dtypes", nargs="+", default=None, help="GPU dtypes (default: fp32 tf32 fp16 bf16)")
-    p.add_argument("--rounds", type=int, default=None,
-                   help="interleaved rounds of the timers (default: 11 on a GPU, 1 with --quick)")
-    args = p.parse_args(list(argv))
-    cuda = dev == "cuda"
-    if args.sizes:
-        sizes = args.sizes
-    elif cuda:
-        sizes = [1024, 2048] if args.quick else [4096, 8192]
-    else:
-        sizes = [256, 512] if args.quick else [1024, 2048]
-    table = Table(f"matmul C = A @ B on {'the GPU' if cuda else 'the CPU'}: gpudl vs do_bench vs torch Timer")
-
-    def spread(values: Sequence[float]) -> float | None:
-        """(max - min) / median over the rounds, in %: how far one timer disagrees with itself."""
-        return 100.0 * (max(values) - min(values)) / statistics.median(values) if len(values) > 1 else None
-
-    def row(impl: str, dt: str, n: int, ours: Measurement, db: float | None, tm: float | None,
-            peak: float | None, median: float | None = None) -> dict[str, Any]:
-        median = ours.median if median is None else median
-        rate = gemm_flops(n, n, n) / median
-        r: dict[str, Any] = {"impl": impl, "dtype": dt, "n": n, "gpudl ms": median * 1e3, "runs": ours.count,
-                             "do_bench ms": None if db is None else db * 1e3,
-                             "Timer ms": None if tm is None else tm * 1e3,
-                             "gpudl/do_bench": None if db is None else median / db,
-                             "gpudl/Timer": None if tm is None else median / tm,
-                             "TFLOP/s": rate / 1e12, "of peak": None if peak is None else rate / peak}
-        return r
-
-    if cuda:
-        spec = hardware.detect()
-        dtypes = [hardware.normalize_dtype(d) for d in (args.dtypes or ("fp32", "tf32", "fp16", "bf16"))]
-        rounds = args.rounds or (1 if args.quick else 11)
-        settle_s = 0.2 if args.quick else 1.0
-        for dt in dtypes:
-            for n in sizes:
-                g = torch.Generator(device="cuda").manual_seed(0)
-                a = torch.randn(n, n, device="cuda", generator=g).to(torch_dtype(dt))   # (n, n)
-                b = torch.randn(n, n, device="cuda", generator=g).to(torch_dtype(dt))   # (n, n)
-                with allow_tf32(dt == "tf32"):
-                    fn = lambda: torch.matmul(a, b)   # noqa: E731 - the one operation all three timers time
-                    # A GPU's clock follows its power and heat, by more than 2% on a 4096^3 tensor-core
-                    # matmul, over seconds and after whatever ran just before: on an H200, do_bench
-                    # right after torch's Timer (back-to-back matmuls, no flush) read 3-4% slower than
-                    # do_bench right after do_bench. So: settle under load first, and put the same
-                    # short load before every timer; the timers take turns, each starting a round
-                    # in turn, so drift reaches all alike.
-                    def settle(seconds: float) -> None:
-                        t0 = time.perf_counter()
-                        while time.perf_counter() - t0 < seconds:
-                            fn()
-                            torch.cuda.synchronize()
-
-                    settle(settle_s)
-                    rounds_ours: list[Measurement] = []
-                    dbs: list[float] = []
-                    dbs2: list[float] = []      # do_bench again: how well do_bench agrees with itself
-                    tms: list[float] = []
-                    glb = {"torch": torch, "a": a, "b": b}
-                    timers = [lambda: rounds_ours.append(time_cuda(fn, what=f"{n}^3 {dt}")),
-                              lambda: dbs.append(_do_bench_median(fn)),
-                              lambda: tms.append(_timer_median(glb, "torch.matmul(a, b)", cuda=True)),
-                              lambda: dbs2.append(_do_bench_median(fn))]
-                    for r in range(rounds):
-                        for timer in timers[r % 4:] + timers[:r % 4]:
-                            settle(settle_s / 10)
-                            timer()
-                    # One statistic for all three: the median over rounds of each round's median.
-                    ours_median = statistics.median(m.median for m in rounds_ours)
-                    ours = Measurement(tuple(t for m in rounds_ours for t in m.times), what=f"{n}^3 {dt}",
-                                       device="cuda", method="cuda events + L2 flush")
-                    db, tm = statistics.median(dbs), statistics.median(tms)
-                try:
-                    peak = hardware.peak_flops(spec, dt) if spec is not None else None
-                except ValueError:
-                    peak = None
-                if peak is not None:
-                    check_plausible(gemm_flops(n, n, n) / ours_median, peak, what=f"{n}^3 {dt} matmul")
-                r = row("torch.matmul", dt, n, ours, db, tm, peak, ours_median)
-                r["paired"] = statistics.median(m.median / d for m, d in zip(rounds_ours, dbs))
-                r["within 2%"] = "yes" if abs(r["paired"] - 1) <= 0.02 else "NO"
-                r["do_bench/do_bench"] = statistics.median(dbs2) / db
-                r["gpudl spread %"] = spread([m.median for m in rounds_ours])
-                r["do_bench spread %"] = spread(dbs)
-                table.rows.append(r)
-                del a, b
-        table.notes.append(f"{spec.name if spec else 'unknown GPU'}: peaks from gpudl.hardware (dense). gpudl: CUDA "
-                           "events, L2 flushed before each run; do_bench: return_mode='median' "
-                           "(it flushes L2 too); torch Timer: blocked_autorange median, no L2 flush. After "
-                           f"{settle_s:g} s under load, the timers take turns for {rounds} round(s), each starting a "
-                           f"round in turn and each after the same {settle_s * 100:g} ms of the matmul; each figure is the median over rounds of that timer's per-round median, so "
-                           "clock drift reaches all alike. 'paired' is the median over rounds of each round's ratio "
-                           "gpudl/do_bench (timed within a second or two of each other); 'within 2%' judges it. "
-                           "'do_bench/do_bench' times do_bench a second time each round against the first: the "
-                           "disagreement of a timer with itself. 'spread %' is (max - min) / median of a timer's "
-                           "per-round medians.")
-    else:
-        for n in sizes:
-            g = np.random.default_rng(0)
-            an = g.standard_normal((n, n), dtype=np.float32)   # (n, n)
-            bn = g.standard_normal((n, n), dtype=np.float32)   # (n, n)
-            at, bt = torch.from_numpy(an), torch.from_numpy(bn)
-            for impl, fn, glb, text in (
-                    ("numpy.matmul", lambda: np.matmul(an, bn), {"np": np, "a": an, "b": bn}, "np.matmul(a, b)"),
-                    ("torch.matmul", lambda: torch.matmul(at, bt), {"torch": torch, "a": at, "b": bt},
-                     "torch.matmul(a, b)")):
-                ours = time_cpu(fn, budget_s=1.0, what=f"{impl} {n}^3 fp32")
-                tm = _timer_median(glb, text, cuda=False)
-                table.rows.append(row(impl, "fp32", n, ours, None, tm, None))
-        table.notes.append(f"CPU only ({torch.get_num_threads()} torch threads): gpudl has no CPU peak, so no fraction "
-                           "of peak; triton.testing.do_bench needs a GPU. On a GPU this table has torch.matmul rows "
-                           "for fp32, tf32, fp16 and bf16 at 4096 and 8192 with do_bench beside gpudl.")
-    return table
-
-
-BENCHMARKS = {"matmul": matmul_benchmark}

@@ -71,6 +71,13 @@ def doctor(_args: argparse.Namespace) -> int:
     elif dev == "cpu":
         print(f"cpu         {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
         print("triton      interpreter on the CPU (TRITON_INTERPRET=1)")
+    from .sandbox import available
+    ok, why = available()
+    if ok:
+        print("sandbox     bubblewrap works here: `gpudl grade` runs each student's kernel in a sandbox")
+    else:
+        print(f"sandbox     NOT AVAILABLE: {why}\n            (`gpudl grade` refuses to run student code here unless told "
+              "--unsafe-no-sandbox; labs and lectures work without it)")
     try:
         from .pipeline import repo_root, lab_names
         root = repo_root()
@@ -97,9 +104,11 @@ def release(args: argparse.Namespace) -> int:
 
 def grade(args: argparse.Namespace) -> int:
     from .pipeline import grade as do_grade
+    limits = {"memory_bytes": int(args.memory_gb * 2**30)} if args.memory_gb else None
     results = do_grade(args.lab, args.submissions, args.out, secret=args.secret, jobs=args.jobs,
                        cell_timeout=args.cell_timeout, student_timeout=args.student_timeout,
-                       accept_renamed=args.accept_renamed, feedback=not args.no_feedback)
+                       accept_renamed=args.accept_renamed, feedback=not args.no_feedback,
+                       sandbox=not args.unsafe_no_sandbox, limits=limits)
     graded = sum(r.graded for r in results)
     print(f"\n{graded} of {len(results)} graded; grades in {Path(args.out) / 'grades.csv'}, "
           f"feedback in {Path(args.out) / 'feedback'}, gradebook {Path(args.out) / 'gradebook.db'}")
@@ -124,6 +133,7 @@ def lab(args: argparse.Namespace) -> int:
     if device() == "cpu":
         # Kernels inherit this: Triton runs in its interpreter even if a notebook imports triton before gpudl.
         env.setdefault("TRITON_INTERPRET", "1")
+        env.setdefault("NUMBA_ENABLE_CUDASIM", "1")      # the same for numba-cuda's simulator (unit 04)
     return subprocess.call(cmd, cwd=root, env=env)
 
 
@@ -165,11 +175,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("submissions", help="a folder of student folders, or a zip from the LMS")
     p.add_argument("--out", required=True, help="where the gradebook, feedback and grades.csv go")
     p.add_argument("--secret", help="the secret behind hidden tests (default: $GPUDL_SECRET or .gpudl-secret)")
-    p.add_argument("--jobs", type=int, default=1, help="students graded at once (each in its own process)")
+    p.add_argument("--jobs", type=int, help="students graded at once (default: the cores; on a GPU machine, the GPUs)")
     p.add_argument("--cell-timeout", type=int, help="seconds per cell")
     p.add_argument("--student-timeout", type=float, default=1200, help="seconds per student")
     p.add_argument("--accept-renamed", action="store_true", help="grade a lone notebook under another name")
     p.add_argument("--no-feedback", action="store_true")
+    p.add_argument("--memory-gb", type=float, help="memory limit of each student's kernel (default 6)")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="run student code WITHOUT the sandbox (only where bubblewrap cannot work and you trust "
+                        "every submission)")
     p.set_defaults(fn=grade)
 
     p = sub.add_parser("run-labs", help="execute every notebook, grade the solutions, report")

@@ -399,6 +399,7 @@ def configure() -> str:
     dev = device()
     if dev == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")
+    configure_numba(dev)
     return dev
 
 
@@ -440,3 +441,122 @@ def detect() -> GPUSpec | None:
         sparsity=cc >= (8, 0), estimated=True,
         source="estimated from torch.cuda.get_device_properties and per-architecture rates",
     )
+
+
+# ---------------------------------------------------------------------------------------
+# SM resource limits by compute capability (unit 04: occupancy)
+#
+# ``SMLimits``   what one SM can hold at once: blocks, warps, registers, shared memory, and
+#                the granularities the hardware allocates them in
+# ``SM_LIMITS``  the limits by compute capability (Pascal GP100 to Hopper)
+# ``sm_limits``  the limits of a GPUSpec, a name in SPECS or a compute capability
+# ``configure_numba``  run by ``configure``: numba-cuda's simulator when there is no GPU
+#
+# Sources: the CUDA C++ Programming Guide's table "Technical Specifications per Compute
+# Capability" and the occupancy calculator shipped with CUDA (cuda_occupancy.h: register
+# allocation unit, register sub-partitions, shared-memory granularity and carve-outs). The
+# lecture's Nsight Compute table (80-SM Volta: 32 / 21 / 16 / 384 blocks) follows from the
+# (7, 0) row.
+
+@dataclass(frozen=True)
+class SMLimits:
+    """What one streaming multiprocessor of a compute capability can hold at once.
+
+    Registers are allocated per warp, ``register_allocation_unit`` registers at a time, from
+    one of ``register_sub_partitions`` equal slices of the register file (one per warp
+    scheduler). Shared memory is allocated per block in units of
+    ``shared_memory_granularity`` bytes, plus ``reserved_shared_memory_per_block`` that the
+    driver keeps for itself (Ampere on); the SM's shared memory is a carve-out of its L1 that
+    can be any of ``shared_memory_carveouts_kib``, the largest being ``shared_memory_per_sm``.
+    """
+
+    compute_capability: tuple[int, int]
+    max_blocks_per_sm: int
+    max_warps_per_sm: int
+    shared_memory_per_sm: int                 # bytes, the largest carve-out
+    shared_memory_per_block_optin: int        # bytes a block may ask for by opting in
+    shared_memory_carveouts_kib: tuple[int, ...]
+    shared_memory_per_block: int = 48 * 1024  # bytes a block gets without opting in
+    reserved_shared_memory_per_block: int = 0
+    shared_memory_granularity: int = 256      # bytes
+    registers_per_sm: int = 65536             # 32-bit registers
+    registers_per_block: int = 65536
+    max_registers_per_thread: int = 255
+    register_allocation_unit: int = 256       # registers, allocated per warp
+    register_sub_partitions: int = 4
+    warp_size: int = 32
+    max_threads_per_block: int = 1024
+
+    def __post_init__(self) -> None:
+        positive = ("max_blocks_per_sm", "max_warps_per_sm", "shared_memory_per_sm", "registers_per_sm",
+                    "register_allocation_unit", "register_sub_partitions", "warp_size",
+                    "shared_memory_granularity", "max_threads_per_block")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"SMLimits {self.compute_capability}: {name} must be positive, got {getattr(self, name)}")
+        if self.shared_memory_per_sm != max(self.shared_memory_carveouts_kib) * 1024:
+            raise ValueError(f"SMLimits {self.compute_capability}: shared_memory_per_sm must be the largest carve-out")
+
+    @property
+    def max_threads_per_sm(self) -> int:
+        """Resident threads per SM: max warps x warp size (2048 on V100, A100, H100)."""
+        return self.max_warps_per_sm * self.warp_size
+
+
+def _limits(cc: tuple[int, int], blocks: int, warps: int, smem_kib: int, optin_kib: int,
+            carveouts: tuple[int, ...], **kw: Any) -> SMLimits:
+    return SMLimits(compute_capability=cc, max_blocks_per_sm=blocks, max_warps_per_sm=warps,
+                    shared_memory_per_sm=smem_kib * 1024, shared_memory_per_block_optin=optin_kib * 1024,
+                    shared_memory_carveouts_kib=carveouts, **kw)
+
+
+_AMPERE_ON = {"reserved_shared_memory_per_block": 1024, "shared_memory_granularity": 128}
+
+SM_LIMITS: Mapping[tuple[int, int], SMLimits] = MappingProxyType({
+    (6, 0): _limits((6, 0), 32, 64, 64, 48, (64,), register_sub_partitions=2),               # P100
+    (6, 1): _limits((6, 1), 32, 64, 96, 48, (96,)),
+    (7, 0): _limits((7, 0), 32, 64, 96, 96, (0, 8, 16, 32, 64, 96)),                         # V100
+    (7, 5): _limits((7, 5), 16, 32, 64, 64, (32, 64)),                                       # T4
+    (8, 0): _limits((8, 0), 32, 64, 164, 163, (0, 8, 16, 32, 64, 100, 132, 164), **_AMPERE_ON),  # A100
+    (8, 6): _limits((8, 6), 16, 48, 100, 99, (0, 8, 16, 32, 64, 100), **_AMPERE_ON),          # RTX 3090
+    (8, 9): _limits((8, 9), 24, 48, 100, 99, (0, 8, 16, 32, 64, 100), **_AMPERE_ON),          # Ada
+    (9, 0): _limits((9, 0), 32, 64, 228, 227, (0, 8, 16, 32, 64, 100, 132, 164, 196, 228),
+                    **_AMPERE_ON),                                                            # H100, H200
+})
+
+
+def sm_limits(spec_or_cc: GPUSpec | str | tuple[int, int]) -> SMLimits:
+    """The SM limits of a GPU (a ``GPUSpec`` or a name in ``SPECS``) or of a compute capability.
+
+    A compute capability newer than any known one of the same major version gets that
+    version's newest limits; an unknown major version is an error.
+
+    >>> sm_limits("A100").max_threads_per_sm * SPECS["A100"].sms
+    221184
+    """
+    if isinstance(spec_or_cc, (GPUSpec, str)):
+        cc = get_spec(spec_or_cc).compute_capability
+    else:
+        cc = tuple(int(v) for v in spec_or_cc)
+        if len(cc) != 2:
+            raise ValueError(f"a compute capability is (major, minor), got {spec_or_cc!r}")
+    if cc in SM_LIMITS:
+        return SM_LIMITS[cc]
+    same_major = [k for k in SM_LIMITS if k[0] == cc[0] and k <= cc]
+    if same_major:
+        return replace(SM_LIMITS[max(same_major)], compute_capability=cc)
+    known = ", ".join(f"{a}.{b}" for a, b in SM_LIMITS)
+    raise ValueError(f"no SM limits for compute capability {cc[0]}.{cc[1]}; known: {known}")
+
+
+def configure_numba(dev: str) -> None:
+    """Without a GPU, numba-cuda kernels run in its CUDA simulator, which must be chosen
+    before numba is imported (``NUMBA_ENABLE_CUDASIM=1``). Small teaching grids and host
+    arrays are what the labs use on purpose, so numba's warnings about them stay off."""
+    if dev == "cpu":
+        os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+    import numpy as np
+    if not hasattr(np, "row_stack"):        # numba-cuda <= 0.30 registers it; NumPy 2.5 removed it
+        np.row_stack = np.vstack
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+    os.environ.setdefault("NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "0")

@@ -1,28 +1,36 @@
-"""The nbgrader pipeline: release labs from solutions, grade submissions one student per process.
+"""The nbgrader pipeline: release labs from solutions, grade a class one student at a time.
 
 ``solutions/LAB/LAB.ipynb`` is the instructor's notebook (solutions and hidden tests);
 ``labs/LAB/LAB.ipynb`` is what ``nbgrader generate_assignment`` makes of it. Grading a
 folder of submissions (or an LMS zip) goes:
 
-1. inspect each submission without running it: the notebook is found under its name,
-   parses as JSON, holds no duplicated graded cell; edited or deleted test cells are noted
-   (nbgrader restores them from the gradebook before grading);
-2. autograde each student in a process of its own, in a scratch course that holds only
-   that student's notebook and a copy of the assignment's gradebook, with the secret seed
-   for the hidden tests in the environment and a wall-clock limit;
-3. merge each student's grades into ``OUT/gradebook.db``, write feedback HTML without
-   hidden tests, and ``OUT/grades.csv`` with a row for every student, graded or not.
+1. the assignment is generated once for the batch (``OUT/gradebook.db``, ``OUT/release``);
+2. every submission is found and inspected without running it (``gpudl.submissions``): one
+   row each, symlinks and oversized files refused, deleted cells restored in place;
+3. each student is autograded in a process of their own (``gpudl.autograde``), started from a
+   server that has already imported nbgrader and torch, several at a time (up to the cores,
+   one per GPU on a GPU machine): the kernel runs in a sandbox (``gpudl.sandbox``), checks
+   run in a checker outside it with the student's seed (``gpudl.grading.checker``), a test
+   cell scores only when nbgrader and the checker both pass it, and the feedback page is
+   made and sanitized there (``gpudl.feedback``); the whole process is stopped at the
+   student's time limit;
+4. each student's grades are merged into ``OUT/gradebook.db``; only the graded notebook and
+   the feedback page are copied into ``OUT``; ``OUT/grades.csv`` is rebuilt from the
+   gradebook after every run (every student graded so far, written atomically).
 
 Public names: ``configure_nbgrader``, ``repo_root``, ``lab_names``, ``generate``,
-``release``, ``find_submissions``, ``inspect_submission``, ``autograde_student``,
-``grade``, ``StudentResult``, ``Submission``.
+``release``, ``autograde_student``, ``grade``, ``StudentResult``, ``student_seed``,
+``load_secret``, ``merge_gradebook``, ``write_csv``, ``read_scores``.
 """
 from __future__ import annotations
 
 import csv
 import hashlib
+import io
+import json
+import multiprocessing
 import os
-import re
+import queue
 import secrets
 import shutil
 import signal
@@ -30,48 +38,19 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import nbformat
 
 from . import notebooks
+from .submissions import Submission, find_submissions, inspect_submission, repair, review_flags  # noqa: F401
 
-COURSE_ID = "gpudl"
-SEED_ENV = "GPUDL_GRADING_SEED"     # read by gpudl.grading.rng inside the graded kernel
-SECRET_ENV = "GPUDL_SECRET"         # the instructor's secret, from which each student's seed derives
-SECRET_FILE = ".gpudl-secret"
-DEFAULT_CELL_TIMEOUT = 180          # seconds per cell (a GPU lab on a cold machine compiles kernels)
-DEFAULT_STUDENT_TIMEOUT = 1200      # seconds for one student's whole notebook
-
-# stderr chunks to drop before scoring: a test cell that writes to stderr scores 0, and
-# warnings or progress bars from libraries are not the student's fault.
-IGNORE_STDERR = r"(Warning:|warnings\.warn|\d+%\|)"
-
-
-def configure_nbgrader(c: Any, *, cell_timeout: int | None = None) -> None:
-    """The nbgrader settings every course directory of gpudl shares (its nbgrader_config.py
-    and the scratch courses of ``gpudl grade``)."""
-    c.CourseDirectory.course_id = COURSE_ID
-    c.Execute.timeout = int(cell_timeout or os.environ.get("GPUDL_CELL_TIMEOUT", DEFAULT_CELL_TIMEOUT))
-    c.Execute.interrupt_on_timeout = True
-    c.Execute.startup_timeout = 120
-    c.IgnorePattern.enabled = True
-    c.IgnorePattern.pattern = IGNORE_STDERR
-    c.LimitOutput.max_lines = 1000
-    c.LimitOutput.max_traceback = 100
-    c.OverwriteCells.add_missing_cells = True
-    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
-    # Feedback must not show hidden tests.
-    c.GenerateFeedback.preprocessors = [
-        "nbgrader.preprocessors.GetGrades",
-        "nbgrader.preprocessors.ClearHiddenTests",
-        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    ]
+from .nbgrader_setup import (COURSE_ID, DEFAULT_CELL_TIMEOUT, DEFAULT_STUDENT_TIMEOUT, IGNORE_STDERR,  # noqa: F401
+                             SECRET_ENV, SECRET_FILE, SEED_ENV, configure_nbgrader)
 
 
 # --- course directories ------------------------------------------------------------------
@@ -134,11 +113,65 @@ def generate(lab: str, root: str | Path | None, course: Path, *, cell_timeout: i
     _write_config(course, cell_timeout=cell_timeout)
     shutil.copytree(src, course / "source" / lab, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    res = _nbgrader(["generate_assignment", lab, "--force"], course)
+    log = _generate_in_process(lab, course, cell_timeout)
     released = course / "release" / lab / f"{lab}.ipynb"
-    if res.returncode != 0 or not released.is_file():
-        raise RuntimeError(f"nbgrader generate_assignment {lab} failed:\n{res.stdout[-4000:]}")
+    if log is not None or not released.is_file():
+        raise RuntimeError(f"nbgrader generate_assignment {lab} failed:\n{(log or '')[-4000:]}")
     return released
+
+
+def _alembic_in_process() -> None:
+    """nbgrader asks the ``alembic`` command for its schema's version, in a process of its own,
+    each time it creates a gradebook (5 s on a 2-core machine); ask alembic here, once."""
+    import nbgrader.api as api
+
+    if getattr(api.get_alembic_version, "__gpudl__", False):
+        return
+    original = api.get_alembic_version
+    head: list[str] = []
+
+    def get_alembic_version() -> str:
+        if not head:
+            try:
+                from alembic.config import Config as AlembicConfig
+                from alembic.script import ScriptDirectory
+                with api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+                    head.append(ScriptDirectory.from_config(AlembicConfig(ini)).get_current_head())
+            except Exception:  # noqa: BLE001 - nbgrader's own way still works
+                head.append(original())
+        return head[0]
+
+    get_alembic_version.__gpudl__ = True
+    api.get_alembic_version = get_alembic_version
+
+
+def _generate_in_process(lab: str, course: Path, cell_timeout: int | None) -> str | None:
+    """``nbgrader generate_assignment LAB --force`` in this process (nbgrader costs seconds to
+    import; a process of its own would pay them again). Returns None, or nbgrader's log on failure."""
+    import logging
+    from traitlets.config import Config
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.coursedir import CourseDirectory
+
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")     # nbgrader runs `alembic`
+    _alembic_in_process()
+    c = Config()
+    configure_nbgrader(c, cell_timeout=cell_timeout)
+    c.CourseDirectory.root = str(course)
+    c.CourseDirectory.assignment_id = lab
+    c.GenerateAssignment.force = True
+    buf = io.StringIO()
+    converter = GenerateAssignment(coursedir=CourseDirectory(config=c), config=c)
+    converter.log.handlers[:] = [logging.StreamHandler(buf)]
+    converter.log.propagate = False
+    converter.log.setLevel(logging.WARNING)
+    try:
+        converter.start()
+    except Exception as exc:  # noqa: BLE001 - the caller raises with the log
+        return buf.getvalue() + f"\n{type(exc).__name__}: {exc}"
+    return None
 
 
 def release(lab: str | None = None, root: str | Path | None = None) -> list[Path]:
@@ -156,125 +189,7 @@ def release(lab: str | None = None, root: str | Path | None = None) -> list[Path
     return written
 
 
-# --- submissions --------------------------------------------------------------------------
-
-@dataclass
-class Submission:
-    student: str
-    notebook: Path | None       # None when nothing gradable was found
-    problem: str = ""           # why it cannot be graded, when notebook is None
-
-
-_CANVAS = re.compile(r"^(?P<student>[^_]+)_(?:LATE_)?\d+_\d+_(?P<name>.+)$")
-_MOODLE = re.compile(r"^(?P<student>.+?)_\d+_assignsubmission_file_?$")
-
-
-def _student_id(raw: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", raw).strip("-") or "unknown"
-
-
-def _pick_notebook(folder: Path, lab: str, accept_renamed: bool) -> tuple[Path | None, str]:
-    notebooks_ = sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-    exact = [p for p in notebooks_ if p.name == f"{lab}.ipynb"]
-    if len(exact) == 1:
-        return exact[0], ""
-    if len(exact) > 1:
-        return None, f"{len(exact)} copies of {lab}.ipynb: " + ", ".join(str(p.relative_to(folder)) for p in exact)
-    if not notebooks_:
-        return None, f"no notebook submitted (expected {lab}.ipynb)"
-    if len(notebooks_) == 1 and accept_renamed:
-        return notebooks_[0], ""
-    names = ", ".join(p.name for p in notebooks_)
-    return None, (f"renamed notebook: found {names}, expected {lab}.ipynb "
-                  "(rename it and resubmit, or grade with --accept-renamed)")
-
-
-def find_submissions(path: str | Path, lab: str, *, workdir: Path | None = None,
-                     accept_renamed: bool = False) -> list[Submission]:
-    """Students and their notebooks from a folder of student folders, or an LMS zip.
-
-    Layouts understood: ``STUDENT/[LAB/]LAB.ipynb`` folders; Canvas files
-    ``name_12345_67890_LAB.ipynb``; Moodle folders ``Full Name_12345_assignsubmission_file_``.
-    A zip is unpacked into ``workdir`` first.
-    """
-    path = Path(path)
-    if path.is_file() and zipfile.is_zipfile(path):
-        dest = Path(workdir or tempfile.mkdtemp(prefix="gpudl-zip-")) / "unzipped"
-        with zipfile.ZipFile(path) as zf:
-            for member in zf.namelist():       # refuse paths that escape the folder
-                if member.startswith("/") or ".." in Path(member).parts:
-                    raise ValueError(f"unsafe path in zip: {member}")
-            zf.extractall(dest)
-        path = dest
-        entries = [p for p in dest.iterdir() if not p.name.startswith(("__MACOSX", "."))]
-        if len(entries) == 1 and entries[0].is_dir() and len(list(entries[0].iterdir())) > 1:
-            path = entries[0]          # a zip that wraps the submissions in one folder
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path} is neither a folder of submissions nor a zip")
-    found: dict[str, Submission] = {}
-    for entry in sorted(path.iterdir()):
-        if entry.name.startswith((".", "__MACOSX")):
-            continue
-        if entry.is_dir():
-            m = _MOODLE.match(entry.name)
-            student = _student_id(m["student"] if m else entry.name)
-            nb, problem = _pick_notebook(entry, lab, accept_renamed)
-        elif entry.suffix == ".ipynb":
-            m = _CANVAS.match(entry.name)
-            student = _student_id(m["student"] if m else entry.stem)
-            original = m["name"] if m else entry.name
-            renamed = original != f"{lab}.ipynb" and not re.fullmatch(rf"{re.escape(lab)}(-\d+)?\.ipynb", original)
-            nb, problem = (None, f"renamed notebook: found {original}, expected {lab}.ipynb") if (
-                renamed and not accept_renamed) else (entry, "")
-        else:
-            continue
-        if student in found:
-            student = f"{student}-{len(found)}"
-        found[student] = Submission(student, nb, problem)
-    return list(found.values())
-
-
-_HIDDEN = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
-
-
-def _visible(source: str) -> str:
-    """A test cell's source without its hidden region (a student's copy never has one)."""
-    return _HIDDEN.sub("", source).strip()
-
-
-def inspect_submission(nb_path: Path, released: nbformat.NotebookNode) -> tuple[str, list[str]]:
-    """Check a submission without running it. Returns (problem, notes): a non-empty problem
-    means it cannot be graded; notes say what nbgrader will repair."""
-    try:
-        nb = nbformat.read(str(nb_path), as_version=4)
-    except Exception as exc:  # noqa: BLE001 - every unreadable file is reported the same way
-        return f"invalid notebook (not readable as notebook JSON): {str(exc).splitlines()[0][:200]}", []
-    if not isinstance(nb.get("cells"), list):
-        return "invalid notebook: no list of cells", []
-    counts: dict[str, int] = {}
-    for cell in nb.cells:
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if gid:
-            counts[gid] = counts.get(gid, 0) + 1
-    dups = {k: v for k, v in counts.items() if v > 1}
-    if dups:
-        what = ", ".join(f"'{k}' x{v}" for k, v in sorted(dups.items()))
-        return (f"duplicated cell: {what} (a copied graded cell; keep one copy of each and resubmit)", [])
-    notes = []
-    by_id = {c.metadata.nbgrader["grade_id"]: c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")}
-    for cell in released.cells:
-        nbg = cell.get("metadata", {}).get("nbgrader", {})
-        if not nbg.get("locked"):
-            continue
-        gid = nbg["grade_id"]
-        if gid not in by_id:
-            notes.append(f"cell '{gid}' was deleted; nbgrader restored it")
-        elif _visible(by_id[gid].source) != _visible(cell.source):
-            notes.append(f"cell '{gid}' was edited; nbgrader restored the original")
-    return "", notes
-
-
-# --- grading ---------------------------------------------------------------------------
+# --- grading -----------------------------------------------------------------------------
 
 @dataclass
 class StudentResult:
@@ -288,6 +203,9 @@ class StudentResult:
     seconds: float = 0.0
     autograded: Path | None = None
     gradebook: Path | None = None    # the scratch gradebook to merge into the main one
+    feedback: Path | None = None     # the sanitized feedback page, in the scratch course
+    name: str = ""
+    marks: dict[str, float] = field(default_factory=dict)   # where the seconds went (the child's clock)
 
     def line(self) -> str:
         if not self.graded:
@@ -300,7 +218,7 @@ def student_seed(secret: str, lab: str, student: str) -> str:
     return hashlib.sha256(f"{secret}:{lab}:{student}".encode()).hexdigest()[:32]
 
 
-def load_secret(root: Path | None, explicit: str | None = None) -> str:
+def load_secret(root: Path | None, explicit: str | None = None, echo: Callable[[str], Any] = print) -> str:
     """The instructor's secret: --secret, $GPUDL_SECRET, or .gpudl-secret (made once, git-ignored)."""
     if explicit:
         return explicit
@@ -310,11 +228,13 @@ def load_secret(root: Path | None, explicit: str | None = None) -> str:
     if not path.exists():
         path.write_text(secrets.token_hex(16) + "\n")
         path.chmod(0o600)
+        echo(f"created the grading secret {path} (mode 600, git-ignored): keep it and back it up. "
+             "Every student's hidden cases derive from it; regrading with another secret draws other cases.")
     return path.read_text().strip()
 
 
 def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
-    """One line per graded cell that failed, and per cell that timed out."""
+    """One line per graded cell that failed (its whole reason), and per cell that timed out."""
     try:
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:  # noqa: BLE001
@@ -330,61 +250,127 @@ def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
                 if out.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):   # nbgrader interrupts at the limit
                     lines.append(f"cell '{gid}' timed out (interrupted at the per-cell limit)")
                 elif gid in graded:
-                    first = (out.get("evalue") or "").strip().splitlines()
-                    lines.append(f"{gid}: {out.get('ename')}: {first[0][:160] if first else ''}")
+                    reason = " / ".join(ln.strip() for ln in (out.get("evalue") or "").splitlines() if ln.strip())
+                    lines.append(f"{gid}: {out.get('ename')}: {reason[:400]}")
                 break
     return lines
+
+
+_CONTEXT: Any = None
+
+
+def _context() -> Any:
+    """Processes for students, forked from a server that has imported nbgrader, torch and gpudl."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["gpudl.autograde_server"])
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def _start_server() -> None:
+    """Start the server students' processes fork from (it imports nbgrader, torch, gpudl)."""
+    from multiprocessing import forkserver
+
+    _context()
+    try:
+        forkserver.ensure_running()
+    except Exception:  # noqa: BLE001 - the first student starts it instead
+        pass
+
+
+def _grade_in_child(job: Any, env: dict[str, str], timeout: float) -> dict[str, Any]:
+    """Run ``autograde.child_main`` for ``job`` in a process of its own; stop it (and everything
+    its sandbox started) at ``timeout`` seconds."""
+    from . import autograde, sandbox
+
+    result = Path(job.workdir) / "result.json"
+    result.unlink(missing_ok=True)
+    proc = _context().Process(target=autograde.child_main, args=(job.__dict__, str(result), env))
+    proc.start()
+    proc.join(timeout)
+    timed_out = proc.is_alive()
+    if timed_out:
+        proc.kill()
+        proc.join(30)
+    if job.uid is not None:
+        sandbox.kill_uid(job.uid)
+    if timed_out:
+        return {"status": "timeout", "reason": f"grading took longer than {timeout:.0f} s and was stopped"}
+    if not result.exists():
+        return {"status": "error", "reason": f"the grading process ended without a result (exit code {proc.exitcode})"}
+    return json.loads(result.read_text())
 
 
 def autograde_student(lab: str, student: str, notebook: Path, base_gradebook: Path, workroot: Path, *,
                       seed: str, cell_timeout: int | None = None,
                       student_timeout: float = DEFAULT_STUDENT_TIMEOUT,
-                      extra_env: dict[str, str] | None = None) -> tuple[StudentResult, Path]:
-    """Autograde one student in a scratch course of their own. Returns the result and the
-    scratch gradebook (to merge)."""
+                      extra_env: dict[str, str] | None = None, sandbox: bool = False,
+                      limits: dict[str, int] | None = None, outputs: dict[str, int] | None = None,
+                      expected: dict[str, set] | None = None, source: Path | None = None,
+                      feedback: bool = False, gpu_slot: int | None = None,
+                      root: str | Path | None = None) -> tuple[StudentResult, Path]:
+    """Autograde one student in a process and scratch course of their own. Returns the result
+    and the scratch gradebook (to merge). ``notebook`` is graded as given (``grade`` repairs
+    submissions before). ``expected``: the checks each test cell must run (default: read from
+    ``source``, the instructor's notebook, by default ``solutions/LAB/LAB.ipynb``)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    course = workroot / student
-    if course.exists():
-        shutil.rmtree(course)
-    _write_config(course, cell_timeout=cell_timeout)
-    shutil.copy(base_gradebook, course / "gradebook.db")
-    (course / "source" / lab).mkdir(parents=True)
-    sub = course / "submitted" / student / lab
-    sub.mkdir(parents=True)
-    shutil.copy(notebook, sub / f"{lab}.ipynb")
-    env = {SEED_ENV: seed, **(extra_env or {})}
-    start = time.monotonic()
-    res = _nbgrader(["autograde", lab, f"--student={student}", "--force"], course,
-                    timeout=student_timeout, env=env)
-    seconds = time.monotonic() - start
-    result = StudentResult(student, graded=False, seconds=seconds)
-    graded_nb = course / "autograded" / student / lab / f"{lab}.ipynb"
-    log = res.stdout
-    if res.returncode == -9:
-        result.reason = f"grading took longer than {student_timeout:.0f} s and was stopped"
-        return result, course / "gradebook.db"
-    if "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log:
-        result.reason = "the kernel died while running the notebook (out of memory, a crash, or os._exit?)"
-        return result, course / "gradebook.db"
+    from . import autograde, hardware, sandbox as sb
+    from .grading.checker import expected_checks
+
+    if expected is None:
+        source = source or repo_root(root) / "solutions" / lab / f"{lab}.ipynb"
+        expected = expected_checks(nbformat.read(str(source), as_version=4))
+    work = Path(workroot) / student
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    device = os.environ.get("GPUDL_DEVICE") or hardware.device()
+    uid = sb._pick_uid() if (sandbox and os.geteuid() == 0) else None
     try:
-        with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+        course_root = str(repo_root(root))
+    except FileNotFoundError:
+        course_root = ""
+    job = autograde.Job(lab=lab, student=student, notebook=str(notebook), base_gradebook=str(base_gradebook),
+                        workdir=str(work), seed=seed, expected={k: sorted(map(list, v)) for k, v in expected.items()},
+                        cell_timeout=int(cell_timeout or os.environ.get("GPUDL_CELL_TIMEOUT", DEFAULT_CELL_TIMEOUT)),
+                        sandbox=sandbox, limits=dict(limits or {}), outputs=dict(outputs or {}),
+                        gpu=device == "cuda", uid=uid, device=device, feedback=feedback,
+                        course_root=course_root)
+    env = dict(extra_env or {})
+    if gpu_slot is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu_slot)
+    start = time.monotonic()
+    report = _grade_in_child(job, env, student_timeout)
+    course = work / "course"
+    result = StudentResult(student, graded=False, seconds=time.monotonic() - start)
+    result.marks = report.get("marks", {})
+    db = course / "gradebook.db"
+    if report.get("status") != "graded":
+        result.reason = report.get("reason") or "grading failed"
+        return result, db
+    try:
+        with Gradebook(f"sqlite:///{db}", course_id=COURSE_ID) as gb:
             snb = gb.find_submission_notebook(lab, lab, student)
             result.scores = {g.name: float(g.score or 0.0) for g in snb.grades}
             result.max_score = float(sum(g.max_score for g in snb.grades))
-    except MissingEntry:
-        tail = "\n".join(log.strip().splitlines()[-3:])
-        result.reason = f"nbgrader could not grade it: {tail[-300:]}"
-        return result, course / "gradebook.db"
-    if res.returncode != 0 or not graded_nb.exists():
-        tail = [ln for ln in log.splitlines() if "ERROR" in ln or "Error" in ln][-2:]
-        result.reason = "nbgrader failed: " + (" | ".join(tail)[-300:] or f"exit code {res.returncode}")
-        return result, course / "gradebook.db"
+    except (MissingEntry, Exception) as exc:  # noqa: BLE001
+        result.reason = f"nbgrader could not grade it ({type(exc).__name__})"
+        return result, db
+    graded_nb = course / "autograded" / student / lab / f"{lab}.ipynb"
+    if not graded_nb.exists():
+        result.reason = "nbgrader wrote no graded notebook"
+        return result, db
     result.graded = True
     result.score = sum(result.scores.values())
     result.autograded = graded_nb
+    page = course / "feedback" / student / lab / f"{lab}.html"
+    result.feedback = page if page.exists() else None
     result.notes.extend(_cell_errors(graded_nb, result.scores))
-    return result, course / "gradebook.db"
+    result.notes.extend(f"the grader's check failed (tell the course staff): {e}" for e in report.get("checker_errors", []))
+    return result, db
 
 
 def merge_gradebook(main_db: Path, student_db: Path, lab: str, student: str) -> None:
@@ -413,93 +399,211 @@ def merge_gradebook(main_db: Path, student_db: Path, lab: str, student: str) -> 
         con.close()
 
 
+STATUS_FILE = "grading-status.json"     # per student: status, reason, notes (kept across runs)
+
+
+def _prepare(sub: Submission, released: nbformat.NotebookNode, scratch: Path) -> tuple[Path | None, str, list[str]]:
+    """The copy of a submission that is graded, or why there is none; and the notes."""
+    if sub.notebook is None:
+        return None, sub.problem, []
+    problem, notes = inspect_submission(sub.notebook, released)
+    if problem:
+        return None, problem, []
+    try:
+        notes += review_flags(sub.notebook, released)
+        return repair(sub.notebook, released, scratch / "repaired" / f"{sub.student}.ipynb"), "", notes
+    except ValueError as exc:
+        return None, str(exc), []
+
+
+def _gpus(device: str) -> int:
+    if device != "cuda":
+        return 0
+    try:
+        import torch
+        return torch.cuda.device_count()
+    except Exception:  # noqa: BLE001
+        return 0
+
+
 def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Path | None = None,
-          secret: str | None = None, jobs: int = 1, cell_timeout: int | None = None,
+          secret: str | None = None, jobs: int | None = None, cell_timeout: int | None = None,
           student_timeout: float = DEFAULT_STUDENT_TIMEOUT, accept_renamed: bool = False,
           feedback: bool = True, progress: bool = True, extra_env: dict[str, str] | None = None,
-          echo=print) -> list[StudentResult]:
-    """Grade every submission of ``lab``; write OUT/gradebook.db, OUT/feedback/, OUT/grades.csv."""
+          sandbox: bool = True, limits: dict[str, int] | None = None, outputs: dict[str, int] | None = None,
+          echo: Callable[[str], Any] = print) -> list[StudentResult]:
+    """Grade every submission of ``lab``; write OUT/gradebook.db, OUT/feedback/, OUT/grades.csv.
+
+    ``sandbox=False`` runs kernels without the sandbox (``--unsafe-no-sandbox``); with
+    ``sandbox=True`` on a machine where bubblewrap cannot make one, grading is refused."""
     from nbgrader.api import Gradebook
+
+    from . import hardware, sandbox as sb
+    from .grading.checker import expected_checks
 
     root = repo_root(root)
     out = Path(out).resolve()
+    if sandbox:
+        ok, why = sb.available()
+        if not ok:
+            raise RuntimeError(f"cannot grade in a sandbox here: {why}. Student code must not run unsandboxed; "
+                               "if you trust every submission, pass --unsafe-no-sandbox")
+    else:
+        echo("WARNING: grading WITHOUT a sandbox (--unsafe-no-sandbox): student code runs as you, with your files")
+    subs_path = Path(submissions)
+    if not subs_path.exists() and not subs_path.is_symlink():
+        raise FileNotFoundError(f"{subs_path} does not exist (a folder of submissions or an LMS zip is expected)")
     out.mkdir(parents=True, exist_ok=True)
-    secret = load_secret(root, secret)
+    secret = load_secret(root, secret, echo=echo)
+    device = os.environ.get("GPUDL_DEVICE") or hardware.device()
+    gpus = _gpus(device)
+    jobs = jobs or (gpus if gpus else (os.cpu_count() or 1))
+    started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="gpudl-grade-"))
+    warm = threading.Thread(target=_start_server, daemon=True)   # imports while the assignment is made
+    warm.start()
     try:
-        released = generate(lab, root, out, cell_timeout=cell_timeout)
-        released_nb = nbformat.read(str(released), as_version=4)
+        released_path = generate(lab, root, out, cell_timeout=cell_timeout)
+        released_nb = nbformat.read(str(released_path), as_version=4)
         base_gradebook = scratch / "base-gradebook.db"
         shutil.copy(out / "gradebook.db", base_gradebook)
-        max_score = float(sum(notebooks.graded_cells(released_nb).values()))
-        subs = find_submissions(submissions, lab, workdir=scratch, accept_renamed=accept_renamed)
+        cells = notebooks.graded_cells(released_nb)
+        max_score = float(sum(cells.values()))
+        expected = expected_checks(nbformat.read(str(root / "solutions" / lab / f"{lab}.ipynb"), as_version=4))
+        subs = find_submissions(subs_path, lab, workdir=scratch, accept_renamed=accept_renamed)
         if not subs:
-            raise FileNotFoundError(f"no submissions found in {submissions}")
-        echo(f"grading {len(subs)} submission(s) of {lab} ({max_score:g} points), {jobs} at a time")
+            raise FileNotFoundError(f"no submissions found in {subs_path}")
+        echo(f"grading {len(subs)} submission(s) of {lab} ({max_score:g} points), {jobs} at a time"
+             + (", each in a sandbox" if sandbox else ""))
 
-        def one(sub: Submission) -> StudentResult:
-            if sub.notebook is None:
-                return StudentResult(sub.student, False, max_score=max_score, reason=sub.problem)
-            problem, notes = inspect_submission(sub.notebook, released_nb)
-            if problem:
-                return StudentResult(sub.student, False, max_score=max_score, reason=problem)
-            try:
-                result, db = autograde_student(lab, sub.student, sub.notebook, base_gradebook, scratch / "courses",
-                                               seed=student_seed(secret, lab, sub.student),
-                                               cell_timeout=cell_timeout, student_timeout=student_timeout,
-                                               extra_env=extra_env)
-            except Exception as exc:  # noqa: BLE001 - one broken submission must not stop the others
-                return StudentResult(sub.student, False, max_score=max_score, reason=f"grading failed: {exc}")
-            result.max_score = result.max_score or max_score
-            result.notes[:0] = notes
-            result.gradebook = db
-            return result
-
+        todo: queue.Queue = queue.Queue()
+        for sub in subs:
+            todo.put(sub)
+        results: list[StudentResult] = []
+        lock = threading.Lock()
         bar = None
         if progress and sys.stderr.isatty():
             from tqdm.auto import tqdm
             bar = tqdm(total=len(subs), desc=f"grading {lab}", unit="student")
-        results: list[StudentResult] = []
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for result in pool.map(one, subs):
-                results.append(result)
-                if bar:
-                    bar.update(1)
-                echo(result.line())
+
+        def worker(slot: int) -> None:
+            while True:
+                try:
+                    sub = todo.get_nowait()
+                except queue.Empty:
+                    return
+                path, problem, notes = _prepare(sub, released_nb, scratch)
+                if path is None:
+                    r = StudentResult(sub.student, False, max_score=max_score, reason=problem, name=sub.name)
+                else:
+                    try:
+                        r, db = autograde_student(
+                            lab, sub.student, path, base_gradebook, scratch / "courses",
+                            seed=student_seed(secret, lab, sub.student), cell_timeout=cell_timeout,
+                            student_timeout=student_timeout, extra_env=extra_env, sandbox=sandbox, limits=limits,
+                            outputs=outputs, expected=expected, feedback=feedback,
+                            gpu_slot=(slot % gpus) if gpus else None, root=root)
+                        r.gradebook = db
+                    except Exception as exc:  # noqa: BLE001 - one broken submission must not stop the others
+                        r = StudentResult(sub.student, False, reason=f"grading failed: {exc}")
+                    r.max_score = r.max_score or max_score
+                    r.notes[:0] = notes
+                    r.name = sub.name
+                with lock:
+                    results.append(r)
+                    if bar:
+                        bar.update(1)
+                    echo(r.line())
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(max(1, jobs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         if bar:
             bar.close()
 
         with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=COURSE_ID) as gb:
             for r in results:
-                gb.update_or_create_student(r.student)
+                gb.update_or_create_student(r.student, last_name=r.name or r.student, first_name="")
         for r in results:
-            if r.gradebook is not None and r.gradebook.exists():
+            if r.gradebook is not None and r.gradebook.exists() and r.graded:
                 merge_gradebook(out / "gradebook.db", r.gradebook, lab, r.student)
-            if r.graded and r.autograded:
-                dest = out / "autograded" / r.student / lab
-                if dest.exists():
-                    shutil.rmtree(dest)
-                shutil.copytree(r.autograded.parent, dest)
-                r.autograded = dest / r.autograded.name
-        if feedback and any(r.graded for r in results):
-            res = _nbgrader(["generate_feedback", lab, "--force"], out)
-            if res.returncode != 0:
-                echo(f"warning: feedback generation failed:\n{res.stdout[-1500:]}")
-        write_csv(out / "grades.csv", results, notebooks.graded_cells(released_nb))
+            for folder, src in (("autograded", r.autograded), ("feedback", r.feedback)):
+                dest_dir = out / folder / r.student / lab
+                if dest_dir.exists():
+                    shutil.rmtree(dest_dir)
+                if r.graded and src is not None and src.exists():
+                    dest_dir.mkdir(parents=True)
+                    shutil.copy(src, dest_dir / src.name)       # the notebook or page alone, no student files
+            if r.graded and r.autograded is not None:
+                r.autograded = out / "autograded" / r.student / lab / r.autograded.name
+        _update_status(out, lab, results)
+        write_csv(out / "grades.csv", lab, out)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if os.environ.get("GPUDL_KEEP_SCRATCH"):
+            echo(f"scratch kept (GPUDL_KEEP_SCRATCH): {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    minutes = (time.monotonic() - started) / 60
+    echo(f"{len(results)} student(s) in {minutes * 60:.0f} s: {len(results) / minutes:.1f} students per minute")
     return results
 
 
-def write_csv(path: Path, results: list[StudentResult], cells: dict[str, float]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["student", "status", "score", "max_score", "percent", "reason", "notes", *cells])
-        for r in sorted(results, key=lambda r: r.student):
-            pct = 100.0 * r.score / r.max_score if r.max_score else 0.0
-            w.writerow([r.student, "graded" if r.graded else "not graded", f"{r.score:g}", f"{r.max_score:g}",
-                        f"{pct:.1f}", r.reason, " | ".join(r.notes),
-                        *[f"{r.scores.get(c, 0.0):g}" for c in cells]])
+def _update_status(out: Path, lab: str, results: list[StudentResult]) -> None:
+    path = out / STATUS_FILE
+    try:
+        status = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        status = {}
+    mine = status.setdefault(lab, {})
+    for r in results:
+        mine[r.student] = {"status": "graded" if r.graded else "not graded", "reason": r.reason,
+                           "notes": r.notes, "max_score": r.max_score, "name": r.name}
+    _atomic_write(path, json.dumps(status, indent=1))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_csv(path: Path, lab: str, out: Path) -> None:
+    """``grades.csv`` from the gradebook and the status of every student graded so far, one row
+    each, written atomically (a crash leaves the previous file)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    status = {}
+    if (out / STATUS_FILE).exists():
+        status = json.loads((out / STATUS_FILE).read_text()).get(lab, {})
+    rows = []
+    with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+        assignment = gb.find_assignment(lab)
+        cells = [c.name for nb in assignment.notebooks for c in nb.grade_cells]
+        max_score = float(assignment.max_score)
+        students = sorted({s.id for s in gb.students} | set(status))
+        for sid in students:
+            st = status.get(sid, {})
+            scores: dict[str, float] = {}
+            graded = False
+            try:
+                snb = gb.find_submission_notebook(lab, lab, sid)
+                scores = {g.name: float(g.score or 0.0) for g in snb.grades}
+                graded = st.get("status", "graded") == "graded"
+            except MissingEntry:
+                if not st:
+                    continue            # a student of another lab
+            score = sum(scores.values()) if graded else 0.0
+            pct = 100.0 * score / max_score if max_score else 0.0
+            rows.append([sid, "graded" if graded else "not graded", f"{score:g}", f"{max_score:g}", f"{pct:.1f}",
+                         st.get("reason", ""), " | ".join(st.get("notes", [])),
+                         *[f"{scores.get(c, 0.0):g}" for c in cells]])
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["student", "status", "score", "max_score", "percent", "reason", "notes", *cells])
+    w.writerows(rows)
+    _atomic_write(path, buf.getvalue())
 
 
 def read_scores(path: Path) -> dict[str, dict[str, Any]]:
@@ -517,4 +621,3 @@ def read_scores(path: Path) -> dict[str, dict[str, Any]]:
                     pass
         out[row["student"]] = parsed
     return out
-

@@ -1,15 +1,25 @@
 """Marking the package's reference implementations, so graded code cannot call them.
 
 A function decorated with ``@reference`` behaves as usual, except inside
-``gpudl.grading.guard(fn)``: there, calling it from outside the package raises
+``gpudl.grading.guard(fn)``: there, calling it from code outside the package raises
 ``ReferenceUsedError``, because the exercise being graded asks the student to write that
-function. This module imports
-nothing from the package, so every module can use it.
+function. "Outside the package" is judged by where the calling code was compiled from (its
+file must lie inside the installed package's directory), not by its module's ``__name__``,
+which any code can set. The wrapper keeps no ``__wrapped__``; the function underneath is still
+reachable (through the wrapper's ``__closure__``), so while a guard forbids a reference,
+``gpudl.grading.guard`` also watches calls of the function underneath (see ``code_of``).
+This module imports nothing from the package, so every module can use it.
+
+Public names: ``reference``, ``GradingError``, ``ReferenceUsedError``, ``in_package``,
+``code_of``, ``WRAPPER_CODE``.
 """
 from __future__ import annotations
 
 import functools
+import inspect
+import os
 import sys
+from types import CodeType
 from typing import Callable
 
 
@@ -24,21 +34,58 @@ class ReferenceUsedError(GradingError):
 forbidden_now: set[int] = set()     # ids of reference wrappers forbidden at this moment
 labels: list[str] = []              # what is being graded, for the message
 
+PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__)) + os.sep
+_IN_PACKAGE: dict[str, bool] = {}
+_CODE_OF: dict[int, CodeType] = {}  # id(wrapper) -> the code of the function underneath
+
+
+def in_package(code: CodeType) -> bool:
+    """Whether ``code`` was compiled from a file inside the installed package's directory."""
+    name = code.co_filename
+    known = _IN_PACKAGE.get(name)
+    if known is None:
+        try:
+            real = os.path.realpath(name)
+            known = real.startswith(PACKAGE_DIR) and os.path.isfile(real)
+        except (OSError, ValueError):
+            known = False
+        _IN_PACKAGE[name] = known
+    return known
+
+
+def code_of(wrapper: Callable) -> CodeType | None:
+    """The code object of the function underneath a ``@reference`` wrapper."""
+    return _CODE_OF.get(id(wrapper))
+
+
+def _refused(fn: Callable) -> ReferenceUsedError:
+    label = labels[-1] if labels else "this exercise"
+    return ReferenceUsedError(
+        f"your code calls {fn.__module__}.{fn.__qualname__}, the package's reference for "
+        f"{label}. The exercise is to write it yourself: replace that call with your own code.")
+
 
 def reference(fn: Callable) -> Callable:
     """Mark ``fn`` as the reference of an exercise (see the module docstring)."""
 
-    @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         # Only calls from outside the package count: the package's own functions may use
         # each other (roofline calls hardware.peak_flops) while an exercise is graded.
-        caller = sys._getframe(1).f_globals.get("__name__", "")
-        if id(wrapper) in forbidden_now and not caller.startswith("gpudl."):
-            label = labels[-1] if labels else "this exercise"
-            raise ReferenceUsedError(
-                f"your code calls {fn.__module__}.{fn.__qualname__}, the package's reference for "
-                f"{label}. The exercise is to write it yourself: replace that call with your own code.")
+        if forbidden_now and id(wrapper) in forbidden_now and not in_package(sys._getframe(1).f_code):
+            raise _refused(fn)
         return fn(*args, **kwargs)
 
+    functools.update_wrapper(wrapper, fn)
+    del wrapper.__wrapped__             # no handle on the function underneath
+    try:
+        wrapper.__signature__ = inspect.signature(fn)      # help() still shows the real arguments
+    except (TypeError, ValueError):
+        pass
     wrapper.__gpudl_reference__ = True
+    _CODE_OF[id(wrapper)] = fn.__code__
     return wrapper
+
+
+# Every wrapper runs this code: a call of a reference's function underneath made from it went
+# through the wrapper's own check.
+WRAPPER_CODE: CodeType = reference(lambda: None).__code__

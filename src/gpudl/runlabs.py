@@ -6,8 +6,8 @@
    their problems for the device), its wall time and first failing cell recorded;
 2. every lab under ``solutions/`` is autograded by nbgrader as a student would be; anything
    short of full marks is a failure, with the failing test cells named;
-3. every unit's benchmark (``BENCHMARKS`` in the unit modules) runs in a child process and its
-   table (and figures) go into the report;
+3. every benchmark of ``gpudl.benchmarks`` (``--quick`` on a CPU) runs in a child process and
+   its table (and figures) go into the report;
 4. ``DIR/report.json`` and ``DIR/report.md`` describe the device (name, driver, CUDA, torch,
    triton, peaks), each notebook, and the performance tables. The exit status is 1 when any
    notebook failed or any solution lost points.
@@ -33,6 +33,7 @@ from typing import Any
 import nbformat
 
 from . import pipeline
+from .table import Table
 
 SECRET = "gpudl-run-labs"     # solutions must pass any seed; a fixed one keeps reports reproducible
 
@@ -220,7 +221,6 @@ def write_markdown(report: Path, info: dict[str, Any], runs: list[NotebookRun], 
             if not b["ok"]:
                 lines += [f"### {b['name']}: FAILED", "", "```", b["error"].strip()[-2000:], "```", ""]
                 continue
-            from .bench import Table
             lines += [Table(b["title"], b["rows"], b["notes"]).to_markdown(), ""]
             lines += [f"![{fig}]({fig})" for fig in b.get("figures", [])] + [""]
     path = report / "report.md"
@@ -240,6 +240,7 @@ def run_labs(device: str = "cuda", report: Path = Path("gpu-report"), only: list
     env = {"GPUDL_DEVICE": device, "MPLBACKEND": "Agg"}
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
     os.environ.update(env)
     info = device_info(device)
     echo(f"run-labs on {info['gpu']}" if "gpu" in info else

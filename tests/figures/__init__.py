@@ -2,11 +2,12 @@
 
 One file per lecture notebook, ``tests/figures/<notebook stem>.py`` (``01_performance_basics``
 ...), defines ``FIGURES``: a list of ``Figure``. ``tests/test_lecture_figures.py`` executes the
-notebook and checks each: the ``quote`` appears verbatim in the notebook's markdown, and
-``compute(ns)`` (``ns``: the executed notebook's variables; a figure from the package may
-ignore it) equals ``value``, the number the quote states, within ``rtol`` (and ``atol``). A
-number typed in prose that nothing computes is the exception: list it with ``compute=None``
-and say why in ``why``.
+notebook and checks each: the ``quote`` appears verbatim in the notebook's markdown (a line
+break reads as a space), ``value`` is a number the quote writes ("13,500", "2.389e-01",
+"eight"), and ``compute(ns)`` (``ns``: the executed notebook's variables; a figure from the
+package may ignore it) equals ``value`` within ``rtol`` (and ``atol``). A number typed in prose
+that nothing computes is the exception: list it with ``compute=None`` and say why in ``why``.
+A quote may carry several figures: list one ``Figure`` per number.
 """
 from __future__ import annotations
 

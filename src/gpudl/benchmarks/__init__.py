@@ -5,10 +5,14 @@ A benchmark is a module ``gpudl/benchmarks/NAME.py`` with
 - a docstring whose first line says what it measures (``gpudl bench --list`` shows it);
 - ``add_arguments(parser)``: its own options (the registry adds ``--quick`` to every one:
   sizes for a CPU, a few seconds, what ``gpudl run-labs --device cpu`` and the tests run);
-- ``run(args) -> Table``: the measurements as a ``Table`` (title, rows, notes, figures).
+- ``run(args) -> Table``: the measurements as a ``Table`` (title, rows as dicts, notes, and
+  figures as {file stem: matplotlib Figure}).
 
 The registry finds the modules by listing this package, so adding a benchmark is adding a
-file. Public names: ``names``, ``load``, ``summary``, ``parser``, ``run``, ``Table``.
+file; a module whose name starts with ``_`` is not a benchmark. Benchmarks import the concept
+modules they measure and time with ``gpudl.timing``; no concept module imports a benchmark.
+
+Public names: ``names``, ``load``, ``summary``, ``parser``, ``run``, ``Table``.
 """
 from __future__ import annotations
 
@@ -18,32 +22,16 @@ import pkgutil
 from types import ModuleType
 from typing import Sequence
 
-from ..bench import Table
-
-# Units whose benchmarks still live in their concept module (BENCHMARKS = {name: fn(argv)}),
-# until they move here.
-_LEGACY = ("bench", "gemm", "conv", "lstm", "attention")
+from ..table import Table
 
 
 def _modules() -> dict[str, str]:
-    found = {m.name: f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
-    return found
-
-
-def _legacy() -> dict:
-    out = {}
-    for mod in _LEGACY:
-        try:
-            module = importlib.import_module(f"gpudl.{mod}")
-        except ImportError:
-            continue
-        out.update(getattr(module, "BENCHMARKS", {}))
-    return out
+    return {m.name: f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
 
 
 def names() -> list[str]:
     """Every benchmark's name, sorted."""
-    return sorted(set(_modules()) | set(_legacy()))
+    return sorted(_modules())
 
 
 def load(name: str) -> ModuleType:
@@ -56,14 +44,12 @@ def load(name: str) -> ModuleType:
 
 def summary(name: str) -> str:
     """The first line of the benchmark's docstring."""
-    if name in _modules():
-        doc = load(name).__doc__ or ""
-    else:
-        doc = _legacy()[name].__doc__ or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+    doc = (load(name).__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else ""
 
 
 def parser(name: str) -> argparse.ArgumentParser:
+    """The benchmark's argument parser: ``--quick`` and the module's own options."""
     module = load(name)
     p = argparse.ArgumentParser(prog=f"gpudl bench {name}", description=module.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -74,11 +60,6 @@ def parser(name: str) -> argparse.ArgumentParser:
 
 def run(name: str, argv: Sequence[str] = ()) -> Table:
     """Parse ``argv`` with the benchmark's options and run it."""
-    if name not in _modules():
-        legacy = _legacy()
-        if name in legacy:
-            return legacy[name](list(argv))
-        raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(names())}")
     args = parser(name).parse_args(list(argv))
     return load(name).run(args)
 

@@ -36,11 +36,13 @@ import importlib
 import math
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .. import references as _references
 from ..hardware import normalize_dtype
 from ..references import GradingError, ReferenceUsedError, labels as _guard_label, reference
 from ..references import forbidden_now as _forbidden_now
@@ -196,8 +198,12 @@ def assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
         raise GradingError(f"your {name} has {int(bad_inf.sum())} infinite value(s) (first at index {idx}): "
                            "an overflow (exp of a large number?) or a division by zero?")
     finite = np.isfinite(e)
-    scale = float(np.sqrt(np.mean(e[finite] ** 2))) if finite.any() else 1.0
-    scale = scale if scale > 0 else 1.0
+    if finite.any():
+        peak = float(np.max(np.abs(e[finite])))          # rms without overflow: scale by the largest first
+        scale = peak * float(np.sqrt(np.mean((e[finite] / peak) ** 2))) if peak > 0 else 0.0
+    else:
+        scale = 1.0
+    scale = scale if scale > 0 and np.isfinite(scale) else 1.0
     with np.errstate(invalid="ignore"):
         same = (a == e) | (np.isnan(a) & np.isnan(e))     # matching inf/nan where the reference has them
         err = np.where(finite, np.abs(a - e), np.where(same, 0.0, np.inf))
@@ -325,10 +331,12 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
     """Forbid package references (functions decorated with ``reference``) and library
     routines (dotted names such as ``"torch.nn.functional.conv2d"``) inside the block.
 
-    A reference raises ``ReferenceUsedError`` when called. A library routine is replaced
-    for the duration of the block, and, in case the student imported it earlier under
-    another name, a profile hook notices a call of the original and the block raises
-    ``ReferenceUsedError`` when it ends.
+    A reference raises ``ReferenceUsedError`` when code outside the package calls it. A
+    library routine is replaced for the duration of the block. Calls that get past both (a
+    library routine imported earlier under another name; the function underneath a reference,
+    reached through its ``__closure__``) are noticed by a profile hook, in this thread and in
+    threads started inside the block, and the block raises ``ReferenceUsedError`` when it ends.
+    The hook is installed only while something is forbidden.
     """
     refs = [f for f in forbidden if callable(f) and getattr(f, "__gpudl_reference__", False)]
     names = [f for f in forbidden if isinstance(f, str)]
@@ -337,7 +345,13 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
         raise TypeError(f"guard() takes reference functions or dotted names, got {bad!r}")
     patched: list[tuple[Any, str, Any]] = []
     watched: dict[int, str] = {}          # id(original C function or code object) -> dotted name
+    underneath: dict[int, str] = {}       # id(code of a reference's function underneath) -> its name
+    for r in refs:
+        code = _references.code_of(r)
+        if code is not None:
+            underneath[id(code)] = f"{r.__module__}.{r.__qualname__}"
     seen: list[str] = []
+    wrapper_code = _references.WRAPPER_CODE
 
     def blocker(dotted: str) -> Callable:
         def blocked(*_a, **_k):
@@ -349,14 +363,22 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
         if event == "c_call":
             hit = watched.get(id(arg))
         elif event == "call":
-            hit = watched.get(id(frame.f_code))
+            key = id(frame.f_code)
+            hit = watched.get(key)
+            if hit is None and key in underneath:
+                caller = frame.f_back
+                # Through the wrapper (which checked its caller), or from the package itself: fine.
+                if caller is None or not (caller.f_code is wrapper_code or _references.in_package(caller.f_code)):
+                    hit = underneath[key]
         else:
             return
         if hit and not seen:
             seen.append(hit)
 
     added = [id(r) for r in refs if id(r) not in _forbidden_now]
+    hooked = bool(watched or underneath or names)
     previous_profile = sys.getprofile()
+    previous_thread_profile = threading.getprofile()
     try:
         for dotted in names:
             owner, attr = _resolve(dotted)
@@ -366,17 +388,23 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             setattr(owner, attr, blocker(dotted))
         _forbidden_now.update(added)
         _guard_label.append(label)
-        if watched:
+        if hooked:
             sys.setprofile(hook)
+            threading.setprofile(hook)
         yield
     finally:
-        if watched:
+        if hooked:
             sys.setprofile(previous_profile)
+            threading.setprofile(previous_thread_profile)
         _guard_label.pop() if _guard_label else None
         _forbidden_now.difference_update(added)
         for owner, attr, original in reversed(patched):
             setattr(owner, attr, original)
     if seen:
+        if seen[0] in underneath.values():
+            raise ReferenceUsedError(f"your code calls {seen[0]} (the function underneath the package's reference "
+                                     f"for {label}). The exercise is to write it yourself: replace that call with "
+                                     "your own code.")
         raise ReferenceUsedError(f"your code calls {seen[0]}, which {label} asks you to do without: "
                                  "write the computation yourself.")
 

@@ -30,6 +30,8 @@ import contextlib
 import functools
 import importlib
 import io
+import os
+import socket
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
@@ -290,9 +292,8 @@ def exercise(check: Callable) -> Callable:
     @functools.wraps(check)
     def run(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        from . import checker
-        if checker.remote_enabled():
-            return checker.run_remote(name, args, kwargs)
+        if remote_enabled():
+            return run_remote(name, args, kwargs)
         local_args = tuple(_local_arg(a) for a in args)
         local_kwargs = {k: _local_arg(v) for k, v in kwargs.items()}
         try:
@@ -338,6 +339,87 @@ def registered_check(name: str) -> Callable:
             raise KeyError(f"not a check: {name}")
         importlib.import_module(module)
     return _CHECKS[name]
+
+
+# --- the kernel's side of the checker (gpudl.grading.checker is the other side) -----------
+
+CHECKER_ENV = "GPUDL_CHECKER"
+
+
+def remote_enabled() -> bool:
+    """True in a student's kernel under ``gpudl grade``: checks go to the checker."""
+    return bool(os.environ.get(CHECKER_ENV))
+
+
+
+
+def run_remote(name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """Run check ``name`` in the checker, serving its calls of the student's functions here."""
+    __tracebackhide__ = True
+    handles: list[Any] = []
+
+    def enc_fn(x: Any) -> Any:
+        if callable(x) and not isinstance(x, type):
+            handles.append(x)
+            return {"__fn__": len(handles) - 1, "name": str(getattr(x, "__name__", "your function"))[:80]}
+        raise wire.WireError(wire._describe(x))
+
+    def dec_fn(key: str, node: dict) -> Any:
+        if key == "__fn__" and type(node[key]) is int and 0 <= node[key] < len(handles):
+            return handles[node[key]]
+        raise wire.WireError(f"an unknown tag {key!r}")
+
+    try:
+        tree, buffers = wire.encode({"args": tuple(args), "kwargs": dict(kwargs)}, extra=enc_fn)
+    except wire.WireError as exc:
+        raise GradingError(f"your answer is {exc}: answer with numbers, strings, lists, tuples, dicts or arrays") \
+            from None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(os.environ[CHECKER_ENV])
+    except OSError as exc:
+        raise GradingError(f"the grader's checker cannot be reached ({exc})") from None
+    with sock:
+        wire.send(sock, {"op": "check", "check": name, "call": tree}, buffers)
+        while True:
+            msg, bufs = wire.recv(sock)
+            op = msg.get("op")
+            if op == "done":
+                if msg.get("passed"):
+                    passed(bool(kwargs.get("hidden", False)))
+                    return None
+                raise GradingError(str(msg.get("message", "the check failed"))) from None
+            if op != "call":
+                raise GradingError(f"the checker sent an unknown message {op!r}") from None
+            _serve_call(sock, msg, bufs, handles, dec_fn)
+
+
+def _serve_call(sock: socket.socket, msg: dict, bufs: list[bytes], handles: list[Any], dec_fn: Any) -> None:
+    """Run one call the checker asked for and send back what came of it."""
+    try:
+        fn = handles[int(msg["fn"])]
+        args, kwargs = wire.decode(msg["call"], bufs, extra=dec_fn)
+        outcome = execute(fn, msg.get("adapter"), tuple(args), dict(kwargs), list(msg.get("forbid", ())),
+                                   str(msg.get("label", "this exercise")))
+    except KeyboardInterrupt:
+        wire.send(sock, {"op": "interrupted"})
+        raise
+    except (wire.WireError, IndexError, KeyError, TypeError, ValueError) as exc:
+        wire.send(sock, {"op": "refused", "reason": f"a call the kernel could not read ({exc})"})
+        return
+    if outcome.refused:
+        wire.send(sock, {"op": "refused", "reason": outcome.refused})
+    elif outcome.raised is not None:
+        r = outcome.raised
+        wire.send(sock, {"op": "raised", "type": r.type, "message": r.message, "mro": list(r.mro)})
+    else:
+        try:
+            tree, buffers = wire.encode(outcome.value)
+        except (wire.WireError, RecursionError) as exc:
+            wire.send(sock, {"op": "refused", "reason": str(exc)})
+            return
+        wire.send(sock, {"op": "result", "value": tree}, buffers)
+
 
 
 # --- plots: what the student drew, as data --------------------------------------------------------
@@ -483,5 +565,5 @@ def draw(fn: Any, *args: Any, forbid: Sequence[Callable | str] = (), label: str 
     return AxesSnapshot(data)
 
 
-__all__ = ["exercise", "student_side", "StudentFunction", "call_student", "run_student", "Raised", "draw",
+__all__ = ["remote_enabled", "run_remote", "CHECKER_ENV", "exercise", "student_side", "StudentFunction", "call_student", "run_student", "Raised", "draw",
            "AxesSnapshot", "Session", "LocalSession", "Outcome", "execute", "quiet", "as_student"]

@@ -12,7 +12,8 @@ from typing import Callable
 import numpy as np
 
 from .. import hardware, roofline
-from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, check_choice, rng)
+from . import (Case, GradingError, assert_close, assert_equal, check_cases, check_choice, draw, exercise, rng)
+from .boundary import AxesSnapshot
 
 LAB = "lab01"
 
@@ -23,6 +24,7 @@ def _peak_from_units_ref(sms, fma_per_clock_per_sm, clock_mhz):
     return hardware.peak_from_units(sms, fma_per_clock_per_sm, clock_mhz * 1e6)     # the exercise takes MHz
 
 
+@exercise
 def peak_flops_from_units(fn: Callable, hidden: bool = False) -> None:
     """``fn(sms, fma_per_clock_per_sm, clock_mhz)`` -> FLOP/s."""
     __tracebackhide__ = True
@@ -42,7 +44,8 @@ def peak_flops_from_units(fn: Callable, hidden: bool = False) -> None:
 # --- 2. peak of a GPUSpec, tensor cores or not -------------------------------------------
 
 _VISIBLE_SPEC_CASES = [("V100", "fp16", True), ("V100", "fp16", False), ("A100", "tf32", True),
-                       ("A100", "fp32", True), ("T4", "int8", True)]
+                       ("A100", "fp32", True), ("T4", "int8", True),
+                       ("H100-SXM", "bf16", True)]      # Hopper quotes tensor-core peaks at a lower clock
 
 
 def _spec_cases(g: np.random.Generator, n: int) -> list[tuple[str, str, bool]]:
@@ -61,6 +64,7 @@ def _spec_cases(g: np.random.Generator, n: int) -> list[tuple[str, str, bool]]:
     return out
 
 
+@exercise
 def peak_from_spec(fn: Callable, hidden: bool = False) -> None:
     """``fn(spec, dtype, tensor_cores=True)`` -> FLOP/s, like ``hardware.peak_flops``."""
     __tracebackhide__ = True
@@ -76,6 +80,7 @@ def peak_from_spec(fn: Callable, hidden: bool = False) -> None:
 
 # --- 3. latency and throughput ------------------------------------------------------------
 
+@exercise
 def batch_latency(fn: Callable, hidden: bool = False) -> None:
     """``fn(throughput_fps, batch)`` -> seconds until a batch's results are out."""
     __tracebackhide__ = True
@@ -92,8 +97,9 @@ def batch_latency(fn: Callable, hidden: bool = False) -> None:
 _FPS_ANSWER = "9351aa54f658bb3837c318d12cc2cae1"
 
 
+@exercise
 def fps_question(answer: str) -> None:
-    """The seed's question: a system delivers 30 FPS; which latencies are possible?"""
+    """The lecture's question: a system delivers 30 FPS; which latencies are possible?"""
     __tracebackhide__ = True
     check_choice(LAB, answer, "ABCD", _FPS_ANSWER,
                  "latency = batch / throughput; which batch sizes give each latency at 30 FPS?")
@@ -101,11 +107,12 @@ def fps_question(answer: str) -> None:
 
 # --- 4. FLOPs and bytes of layers ----------------------------------------------------------
 
+@exercise
 def conv2d_flops(fn: Callable, hidden: bool = False) -> None:
     """``fn(in_shape, out_shape, kernel_size, bias=False)`` -> FLOPs."""
     __tracebackhide__ = True
     if not hidden:
-        cases = [Case(((1, 3, 416, 480), (1, 16, 208, 240), 3), {"bias": True}, label="the seed's 3x3 conv with bias"),
+        cases = [Case(((1, 3, 416, 480), (1, 16, 208, 240), 3), {"bias": True}, label="the lecture's 3x3 conv with bias"),
                  Case(((8, 64, 56, 56), (8, 64, 56, 56), 3), {"bias": False})]
     else:
         g = rng(f"{LAB}.conv2d_flops")
@@ -120,12 +127,13 @@ def conv2d_flops(fn: Callable, hidden: bool = False) -> None:
                 rtol=0.0, atol=0.0, dtype="int8")
 
 
+@exercise
 def linear_intensity(fn: Callable, hidden: bool = False) -> None:
     """``fn(batch, in_features, out_features, bytes_per_element)`` -> FLOP/byte."""
     __tracebackhide__ = True
     if not hidden:
-        cases = [Case((512, 1024, 4096, 2), label="the seed's linear layer, batch 512, FP16"),
-                 Case((1, 1024, 4096, 2), label="the seed's linear layer, batch 1, FP16")]
+        cases = [Case((512, 1024, 4096, 2), label="the lecture's linear layer, batch 512, FP16"),
+                 Case((1, 1024, 4096, 2), label="the lecture's linear layer, batch 1, FP16")]
     else:
         g = rng(f"{LAB}.linear_intensity")
         cases = [Case((int(g.integers(1, 4096)), int(g.integers(1, 8192)), int(g.integers(1, 8192)),
@@ -142,18 +150,19 @@ def linear_intensity(fn: Callable, hidden: bool = False) -> None:
 
 # --- 5. memory- or compute-bound ------------------------------------------------------------
 
+@exercise
 def bound(fn: Callable, hidden: bool = False) -> None:
     """``fn(flops, nbytes, peak_flops, peak_bandwidth)`` -> "memory" or "compute"."""
     __tracebackhide__ = True
     v100 = (hardware.peak_flops("V100", "fp16"), hardware.peak_bandwidth("V100"))
-    seed_ops = {  # the seed's table, V100 FP16
+    lecture_ops = {  # the lecture's table, V100 FP16
         "linear, batch 512": (roofline.linear_flops(512, 1024, 4096), roofline.linear_bytes(512, 1024, 4096, "fp16")),
         "linear, batch 1": (roofline.linear_flops(1, 1024, 4096), roofline.linear_bytes(1, 1024, 4096, "fp16")),
         "3x3 max pooling": (9 * 10**6, 4 * 10**6),
         "ReLU": (10**6, 4 * 10**6),
     }
     if not hidden:
-        cases = [Case((f, b, *v100), label=f"the seed's {name} on a V100 (FP16)") for name, (f, b) in seed_ops.items()]
+        cases = [Case((f, b, *v100), label=f"the lecture's {name} on a V100 (FP16)") for name, (f, b) in lecture_ops.items()]
     else:
         g = rng(f"{LAB}.bound")
         cases = []
@@ -173,11 +182,12 @@ def bound(fn: Callable, hidden: bool = False) -> None:
 
 # --- 6. utilization and the four quadrants ---------------------------------------------------
 
+@exercise
 def utilization(fn: Callable, hidden: bool = False) -> None:
     """``fn(achieved, peak)`` -> a fraction."""
     __tracebackhide__ = True
     if not hidden:
-        cases = [Case((200e9, 1e12), label="the seed's 200 GB/s of 1 TB/s"), Case((90e12, 125e12))]
+        cases = [Case((200e9, 1e12), label="the lecture's 200 GB/s of 1 TB/s"), Case((90e12, 125e12))]
     else:
         g = rng(f"{LAB}.utilization")
         cases = [Case((float(g.uniform(0, 1)) * p, p)) for p in g.uniform(1e9, 2e15, size=6)] + [Case((0.0, 1e12))]
@@ -185,21 +195,25 @@ def utilization(fn: Callable, hidden: bool = False) -> None:
                 atol=1e-15)
 
 
+@exercise
 def limiter(fn: Callable, hidden: bool = False) -> None:
     """``fn(math_utilization, memory_utilization)`` -> "math", "memory", "both" or "latency"."""
     __tracebackhide__ = True
     if not hidden:
-        cases = [Case((0.9, 0.2)), Case((0.1, 0.85)), Case((0.8, 0.8)), Case((0.3, 0.4))]
+        cases = [Case((0.9, 0.2)), Case((0.1, 0.85)), Case((0.8, 0.8)), Case((0.3, 0.4)),
+                 Case((0.6, 0.55), label="utilizations 0.6 and 0.55 (both below 0.7)"),
+                 Case((0.7, 0.1), label="math utilization exactly 0.7 ('at least 0.7' includes 0.7)")]
     else:
         g = rng(f"{LAB}.limiter")
         cases = [Case((float(a), float(b))) for a, b in g.uniform(0, 1, size=(8, 2))]
         cases += [Case((0.7, 0.1), label="math utilization exactly 0.7"), Case((0.69, 0.71))]
     check_cases(fn, roofline.limiter, cases, forbid=[roofline.limiter], label="the limiter", compare=assert_equal,
-                name="label", hint="a unit is busy when its utilization is at least 0.7 (the seed's rule)")
+                name="label", hint="a unit is busy when its utilization is at least 0.7 (the lecture's rule)")
 
 
 # --- 7. the roofline -----------------------------------------------------------------------
 
+@exercise
 def attainable(fn: Callable, hidden: bool = False) -> None:
     """``fn(intensity, peak_flops, peak_bandwidth)`` -> attainable FLOP/s (scalars or arrays)."""
     __tracebackhide__ = True
@@ -216,12 +230,11 @@ def attainable(fn: Callable, hidden: bool = False) -> None:
                 label="the roofline", rtol=1e-9, atol=0.0)
 
 
+@exercise
 def plot_roofline(fn: Callable, hidden: bool = False) -> None:
     """``fn(ax, peak_flops, peak_bandwidth, ops)`` draws on ``ax``: log-log axes, the roof as
     its first line, one marker per op at (intensity, attainable)."""
     __tracebackhide__ = True
-    import matplotlib.pyplot as plt
-
     if not hidden:
         setups = [(hardware.peak_flops("V100", "fp16"), hardware.peak_bandwidth("V100"),
                    {"ReLU": 0.25, "linear b=512": 315.0})]
@@ -231,16 +244,12 @@ def plot_roofline(fn: Callable, hidden: bool = False) -> None:
                    {f"op{i}": float(np.exp(g.uniform(-2, 7))) for i in range(int(g.integers(1, 5)))})
                   for _ in range(2)]
     for peak, bw, ops in setups:
-        fig, ax = plt.subplots()
-        try:
-            call_student(fn, ax, peak, bw, dict(ops), forbid=[roofline.roofline_plot, roofline.attainable_flops, roofline.roof],
-                         label="the roofline plot", what="plot_roofline")
-            _inspect_roofline(ax, peak, bw, ops)
-        finally:
-            plt.close(fig)
+        ax = draw(fn, peak, bw, dict(ops), forbid=[roofline.roofline_plot, roofline.attainable_flops, roofline.roof],
+                  label="the roofline plot", what="plot_roofline")
+        _inspect_roofline(ax, peak, bw, ops)
 
 
-def _inspect_roofline(ax, peak: float, bw: float, ops: dict[str, float]) -> None:
+def _inspect_roofline(ax: AxesSnapshot, peak: float, bw: float, ops: dict[str, float]) -> None:
     __tracebackhide__ = True
     if ax.get_xscale() != "log" or ax.get_yscale() != "log":
         raise GradingError(f"the axes are {ax.get_xscale()} x {ax.get_yscale()}: a roofline spans decades of "
@@ -274,6 +283,7 @@ def _inspect_roofline(ax, peak: float, bw: float, ops: dict[str, float]) -> None
 
 # --- 8. the energy of moving data ------------------------------------------------------------
 
+@exercise
 def energy_ratio(answer: float) -> None:
     """How many times more energy does fetching two 8-bit operands from DRAM cost than from a large SRAM?"""
     __tracebackhide__ = True

@@ -1,4 +1,4 @@
-# mutant: "more than 0.7" instead of "at least 0.7" (only the hidden boundary case catches it)
+# mutant: "more than 0.7" instead of "at least 0.7"
 # cell: limiter
 def limiter(math_utilization, memory_utilization):
     busy_math, busy_memory = math_utilization > 0.7, memory_utilization > 0.7

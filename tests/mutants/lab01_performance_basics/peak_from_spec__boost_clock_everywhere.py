@@ -1,4 +1,4 @@
-# mutant: quotes every peak at the boost clock (wrong for Hopper's tensor cores; passes the visible cases)
+# mutant: quotes every peak at the boost clock (wrong for Hopper's tensor cores)
 # cell: peak_from_spec
 def peak_from_spec(spec, dtype, tensor_cores=True):
     use_tensor = tensor_cores and dtype in spec.tensor_fma_per_sm

@@ -1,0 +1,339 @@
+"""One student's notebook autograded by nbgrader, with its kernel in a sandbox and its checks
+judged by a checker outside it.
+
+``autograde_one(job)`` runs in a process of its own for each student (``gpudl grade`` starts it
+from a server that has already imported nbgrader, torch and gpudl). It builds a scratch course
+holding only that student's notebook and a copy of the assignment's gradebook, starts the
+checker (``gpudl.grading.checker.CheckerServer``) with the student's seed, and runs nbgrader's
+autograde converter in this process with these preprocessors in place of nbgrader's own:
+
+``GradedExecute``   nbgrader's Execute, whose kernel starts inside ``gpudl.sandbox.Sandbox``
+                    (or, with ``--unsafe-no-sandbox``, without); it tells the checker which test
+                    cell runs, bounds what the kernel may print (per cell and per notebook), and
+                    after the run gives each test cell the checker's verdict: a cell the checker
+                    failed gets an error output, so nbgrader scores it 0 (the stricter of the two)
+``QuietTests``      stderr of a graded test cell (a library's warning, a thread, a file
+                    descriptor) becomes stdout: nbgrader would score the cell 0 for it
+
+Public names: ``Job``, ``autograde_one``, ``GradedExecute``, ``QuietTests``, ``OutputLimits``,
+``SandboxKernelManager``.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+from nbconvert.preprocessors import Preprocessor
+from nbformat import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Bool
+
+from .grading.checker import CheckerServer, Verdict
+from .sandbox import Limits, Sandbox
+
+COURSE_ID = "gpudl"
+_SECRET_NAMES = ("GPUDL_SECRET", "GPUDL_GRADING_SEED")
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    """What a graded kernel may print: bytes per cell and per notebook (text and images)."""
+
+    cell_bytes: int = 1 << 20
+    notebook_bytes: int = 8 << 20
+    message_bytes: int = 32 << 20        # one message from the kernel; larger ones cut it off
+
+
+@dataclass
+class Job:
+    """Everything one student's grading needs (plain data: it crosses to a child process)."""
+
+    lab: str
+    student: str
+    notebook: str                  # the sanitized submission
+    base_gradebook: str
+    workdir: str
+    seed: str
+    expected: dict[str, list[list[Any]]]       # test cell -> [[check, hidden], ...]
+    cell_timeout: int = 180
+    sandbox: bool = True
+    limits: dict[str, int] = field(default_factory=dict)
+    outputs: dict[str, int] = field(default_factory=dict)
+    gpu: bool = False
+    uid: int | None = None
+    device: str = "cpu"
+    feedback: bool = False
+    course_root: str = ""
+
+
+# The grading of the student this process grades (one per process).
+_JOB: dict[str, Any] = {}
+
+
+def _size(out: NotebookNode) -> int:
+    if out.get("output_type") == "stream":
+        return len(out.get("text", ""))
+    size = 0
+    for value in (out.get("data") or {}).values():
+        size += len(value) if isinstance(value, str) else len(json.dumps(value))
+    return size + len(out.get("evalue", "")) + sum(len(t) for t in out.get("traceback", []))
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel started inside the job's sandbox, over Unix sockets in the sandbox's kernel
+    folder, interrupted by message (a signal would not cross bubblewrap's new session)."""
+
+    gpudl_sandbox: Sandbox | None = None
+
+    @property
+    def kernel_spec(self):  # type: ignore[override]
+        spec = super().kernel_spec
+        if spec is not None:
+            spec.interrupt_mode = "message"
+        return spec
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file, *(extra_arguments or [])]
+        return self.gpudl_sandbox.command(cmd) if self.gpudl_sandbox is not None else cmd
+
+    async def _async_pre_start_kernel(self, **kw: Any):
+        kw.pop("cwd", None)
+        kw["cwd"] = str(Path(self.connection_file).parent)
+        # What the kernel process itself prints (not its cells' output) goes to a log.
+        log = open(Path(self.connection_file).parent.parent / "kernel.log", "ab")  # noqa: SIM115 - closed with the process
+        kw["stdout"] = kw["stderr"] = log
+        cmd, kw = await super()._async_pre_start_kernel(**kw)
+        if self.gpudl_sandbox is not None:
+            self.gpudl_sandbox.give(Path(self.connection_file))
+        else:           # no sandbox: the kernel still talks to the checker, never sees the secret
+            env = {k: v for k, v in (kw.get("env") or os.environ).items() if k not in _SECRET_NAMES}
+            env.update(_JOB.get("kernel_env", {}))
+            kw["env"] = env
+        return cmd, kw
+
+
+class GradedExecute(Execute):
+    """nbgrader's Execute with the sandboxed kernel, the checker and bounded output."""
+
+    def create_kernel_manager(self):
+        km = SandboxKernelManager(kernel_name="python3", config=self.config, transport="ipc")
+        kernel_dir = Path(_JOB["kernel_dir"])
+        km.connection_file = str(kernel_dir / "kernel.json")
+        km.ip = str(kernel_dir / "ipc")
+        km.gpudl_sandbox = _JOB.get("sandbox")
+        self.km = km
+        return km
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        import zmq
+        limit = _JOB["outputs"].message_bytes
+        for channel in (kc.iopub_channel, kc.shell_channel):
+            try:
+                channel.socket.setsockopt(zmq.MAXMSGSIZE, limit)
+            except Exception:  # noqa: BLE001 - a client without the option keeps zmq's default
+                pass
+        return kc
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._gpudl_cell_bytes: dict[int, int] = {}
+        self._gpudl_total = 0
+        self._gpudl_cut: set[int] = set()
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        finally:
+            sandbox = _JOB.get("sandbox")
+            if sandbox is not None:
+                sandbox.kill()
+        _apply_verdicts(nb, _JOB.get("checker"), _JOB.get("expected", {}))
+        return nb, resources
+
+    def preprocess_cell(self, cell, resources, index):
+        checker: CheckerServer | None = _JOB.get("checker")
+        if checker is not None:
+            checker.cell = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell-{index}"
+        return super().preprocess_cell(cell, resources, index)
+
+    def output(self, outs, msg, display_id, cell_index):
+        out = super().output(outs, msg, display_id, cell_index)
+        if out is None:
+            return None
+        limits: OutputLimits = _JOB["outputs"]
+        size = _size(out)
+        used = self._gpudl_cell_bytes.get(cell_index, 0)
+        if used + size > limits.cell_bytes or self._gpudl_total + size > limits.notebook_bytes:
+            if out in outs:
+                outs.remove(out)
+            if cell_index not in self._gpudl_cut:
+                self._gpudl_cut.add(cell_index)
+                note = NotebookNode(output_type="stream", name="stdout",
+                                    text=f"\n[output truncated by the grader: a cell may print {limits.cell_bytes // 1024} KiB "
+                                         f"and a notebook {limits.notebook_bytes // 1024 // 1024} MiB]\n")
+                outs.append(note)
+            return None
+        self._gpudl_cell_bytes[cell_index] = used + size
+        self._gpudl_total += size
+        return out
+
+
+def _apply_verdicts(nb: NotebookNode, checker: CheckerServer | None, expected: dict[str, set]) -> None:
+    """A test cell the checker failed gets an error output (nbgrader scores it 0); the
+    checker's verdicts are also kept for the grader's report."""
+    if checker is None:
+        return
+    verdicts = checker.verdicts(expected)
+    _JOB["verdicts"] = {k: asdict(v) for k, v in verdicts.items()}
+    for cell in nb.cells:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        v: Verdict | None = verdicts.get(gid)
+        if cell.cell_type != "code" or v is None or v.passed is not False:
+            continue
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            continue
+        cell.outputs.append(NotebookNode(output_type="error", ename="GradingError",
+                                         evalue=f"(checked by the grader) {v.message}",
+                                         traceback=[f"GradingError: (checked by the grader) {v.message}"]))
+
+
+class QuietTests(Preprocessor):
+    """In graded test cells, stderr becomes stdout: what a library, a thread or a file
+    descriptor writes there must not cost a passing cell its points."""
+
+    enabled = Bool(True)
+
+    def preprocess_cell(self, cell, resources, index):
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and nbg.get("grade") and not nbg.get("solution"):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                    out["name"] = "stdout"
+        return cell, resources
+
+
+# --- one student ------------------------------------------------------------------------------
+
+def _config(job: Job, course: Path):
+    from traitlets.config import Config
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, LimitOutput, SaveAutoGrades)
+
+    from .nbgrader_setup import configure_nbgrader
+
+    c = Config()
+    configure_nbgrader(c, cell_timeout=job.cell_timeout)
+    c.CourseDirectory.root = str(course)
+    c.CourseDirectory.assignment_id = job.lab
+    c.CourseDirectory.student_id = job.student
+    c.Autograde.autograde_preprocessors = [GradedExecute, QuietTests, ClearMetadataPreprocessor, LimitOutput,
+                                          SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
+    return c
+
+
+def autograde_one(job: Job) -> dict[str, Any]:
+    """Autograde one student (in this process); returns a plain-data report:
+    ``{"status": "graded"|"error", "reason", "seconds", "verdicts", "checker_errors"}``."""
+    import logging
+    from nbgrader.converters import Autograde
+    from nbgrader.converters.base import NbGraderException
+    from nbgrader.coursedir import CourseDirectory
+
+    start = time.monotonic()
+    work = Path(job.workdir)
+    course = work / "course"
+    if course.exists():
+        shutil.rmtree(course)
+    (course / "source" / job.lab).mkdir(parents=True)
+    shutil.copy(job.base_gradebook, course / "gradebook.db")
+    sub = course / "submitted" / job.student / job.lab
+    sub.mkdir(parents=True)
+    shutil.copy(job.notebook, sub / f"{job.lab}.ipynb")
+    kernel_dir = work / "kernel"
+    if kernel_dir.exists():
+        shutil.rmtree(kernel_dir)
+    sock = work / "checker.sock"
+    checker = CheckerServer(sock, job.seed, call_timeout=job.cell_timeout + 30, device=job.device)
+    sandbox = None
+    if job.sandbox:
+        sandbox = Sandbox(home=None, kernel_dir=kernel_dir, limits=Limits(**job.limits), checker_socket=sock,
+                          gpu=job.gpu, uid=job.uid,
+                          env={"NBGRADER_EXECUTION": "autograde", "GPUDL_DEVICE": job.device})
+        sandbox.prepare()
+    else:
+        kernel_dir.mkdir(parents=True)
+    for name in _SECRET_NAMES:
+        os.environ.pop(name, None)
+    _JOB.clear()
+    _JOB.update(kernel_dir=str(kernel_dir), sandbox=sandbox, checker=checker,
+                kernel_env={"GPUDL_CHECKER": str(sock), "GPUDL_DEVICE": job.device},
+                expected={k: {(n, bool(h)) for n, h in v} for k, v in job.expected.items()},
+                outputs=OutputLimits(**job.outputs))
+    report: dict[str, Any] = {"status": "graded", "reason": "", "verdicts": {}, "checker_errors": []}
+    logging.getLogger("traitlets").setLevel(logging.ERROR)
+    log = io.StringIO()
+    marks = {"setup": time.monotonic() - start}
+    try:
+        with checker:
+            config = _config(job, course)
+            converter = Autograde(coursedir=CourseDirectory(config=config), config=config)
+            converter.log.setLevel(logging.ERROR)
+            converter.log.handlers[:] = [logging.StreamHandler(log)]
+            converter.log.propagate = False
+            converter.start()
+    except Exception as exc:  # noqa: BLE001 - reported per student (NbGraderException among them)
+        report.update(status="error", reason=_nbgrader_reason(exc, log.getvalue()))
+    finally:
+        if sandbox is not None:
+            sandbox.kill()
+    marks["autograde"] = time.monotonic() - start
+    if job.feedback and report["status"] == "graded":
+        from . import feedback
+        try:
+            feedback.generate(course, job.lab, job.student, course_root=job.course_root)
+        except Exception as exc:  # noqa: BLE001 - grades stand without a feedback page
+            report["feedback_error"] = f"{type(exc).__name__}: {exc}"
+    marks["feedback"] = time.monotonic() - start
+    marks.update(_JOB.get("marks", {}))
+    report["marks"] = {k: round(v, 2) for k, v in marks.items()}
+    report["verdicts"] = _JOB.get("verdicts", {})
+    report["checker_errors"] = list(checker.errors)
+    report["seconds"] = time.monotonic() - start
+    return report
+
+
+def _nbgrader_reason(exc: BaseException, log: str = "") -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)) + traceback.format_exc() + log
+    if "DeadKernelError" in text or "Kernel died" in text or "kernel died" in text:
+        return "the kernel died while running the notebook (out of memory, a crash, or os._exit?)"
+    if "RuntimeError: Kernel didn't respond" in text or "Kernel didn't respond" in text:
+        return "the kernel did not start or stopped answering"
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    detail = lines[-1][:300] if lines else (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
+    return f"nbgrader could not grade it: {detail}"
+
+
+def child_main(job_dict: dict[str, Any], result_path: str, env: dict[str, str] | None = None) -> None:
+    """Entry point of the per-student process: grade, write the report as JSON."""
+    import warnings
+    warnings.simplefilter("ignore")            # nbgrader's SQLAlchemy and traitlets chatter
+    os.environ.update(env or {})
+    try:
+        report = autograde_one(Job(**job_dict))
+    except BaseException as exc:  # noqa: BLE001 - the parent reads the reason
+        report = {"status": "error", "reason": f"grading failed: {type(exc).__name__}: {exc}"}
+    tmp = Path(result_path).with_suffix(".tmp")
+    tmp.write_text(json.dumps(report))
+    tmp.replace(result_path)
+
+
+__all__ = ["Job", "autograde_one", "child_main", "GradedExecute", "QuietTests", "OutputLimits",
+           "SandboxKernelManager"]

@@ -1,0 +1,61 @@
+"""Imported once by the server that students' grading processes fork from (``gpudl grade``):
+everything a student's process needs is imported and warmed here, so each student starts with
+it ready instead of paying for it again.
+
+Importing this module imports nbgrader, nbconvert, torch, matplotlib and the lab grading
+modules, configures nbgrader's database mappings, and converts a two-cell notebook to HTML
+with the feedback exporter (which compiles the templates, the Markdown renderer's and the
+sanitizer's regular expressions). Nothing else imports it.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import tempfile
+import warnings
+from pathlib import Path
+
+
+def warm() -> None:
+    warnings.simplefilter("ignore")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+    import numpy  # noqa: F401
+    import torch  # noqa: F401
+    import nbformat
+    import sqlalchemy.orm
+    from nbconvert.exporters import HTMLExporter
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+    import nbgrader.api  # noqa: F401
+    from . import autograde, feedback  # noqa: F401
+    from .grading import boundary, checker  # noqa: F401
+
+    sqlalchemy.orm.configure_mappers()
+    from . import grading
+    for info in pkgutil.iter_modules(grading.__path__):
+        if info.name.startswith("lab"):
+            try:
+                importlib.import_module(f"gpudl.grading.{info.name}")
+            except Exception:  # noqa: BLE001 - a lab that cannot import here fails when graded, with its reason
+                pass
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# warm *up* $x^2$ <b>x</b>"),
+                nbformat.v4.new_code_cell("print('x')", outputs=[nbformat.v4.new_output("stream", text="x\n")])]
+    sanitize = SanitizeHTML()
+    sanitize.preprocess(nb, {})
+    from nbgrader.converters.generate_feedback import GenerateFeedback  # noqa: F401 - its templates
+    template = Path(GenerateFeedback.__module__ and importlib.import_module("nbgrader").__file__).parent
+    exporter = HTMLExporter(template_name="feedback",
+                            extra_template_basedirs=[str(template / "server_extensions" / "formgrader" / "templates")])
+    try:
+        body, _ = exporter.from_notebook_node(nb)
+        feedback.sanitize_html(body)
+    except Exception:  # noqa: BLE001 - only a warm-up
+        pass
+    with tempfile.TemporaryDirectory():
+        pass
+
+
+warm()

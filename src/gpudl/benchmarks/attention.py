@@ -1,0 +1,159 @@
+"""Attention: Triton flash vs torch SDPA vs naive TFLOP/s (GPU); naive vs tiled memory (CPU).
+
+On a GPU: forward TFLOP/s of torch's SDPA, ``flash_attention_triton`` (tuned),
+``flash_attention_triton_plain`` and naive attention (three kernels) against the sequence
+length L, with their extra memory and error against SDPA. On a CPU (or with ``--memory``): the
+peak NumPy memory of naive attention (quadratic in L) and of the tiled ``flash_attention``
+(linear in L), as tracemalloc sees it.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from .. import hardware
+from ..attention import (attention_flops, attention_workspace_bytes, flash_attention, flash_attention_triton,
+                         flash_attention_triton_plain, naive_attention_torch, peak_traced_bytes,
+                         scaled_dot_product_attention)
+from ..table import Table
+from ..timing import check_plausible, time_cpu, time_cuda
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lengths", type=int, nargs="+", help="sequence lengths")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--head-dim", type=int, default=64)
+    p.add_argument("--dtype", choices=("fp16", "bf16", "fp32"), default="fp16")
+    p.add_argument("--causal", action="store_true")
+    p.add_argument("--block", type=int, default=64, help="tile of the NumPy flash attention")
+    p.add_argument("--budget", type=float, default=1.0, help="seconds of timing per measurement (GPU)")
+    p.add_argument("--memory", action="store_true", help="the NumPy memory table, also on a GPU machine")
+
+
+def run(args: argparse.Namespace) -> Table:
+    on_gpu = hardware.device() == "cuda" and not args.memory
+    if args.lengths is None:
+        if on_gpu:
+            args.lengths = [1024, 4096] if args.quick else [512, 1024, 2048, 4096, 8192, 16384]
+        else:
+            args.lengths = [1024, 4096] if args.quick else [256, 512, 1024, 2048, 4096]
+    if args.quick:
+        args.budget = min(args.budget, 0.3)
+    if on_gpu:
+        return _bench_gpu(args)
+    table = _bench_memory(args)
+    if hardware.device() != "cuda":
+        table.notes.append("No GPU here: the TFLOP/s rows (Triton flash vs torch SDPA vs naive) appear on a CUDA device.")
+    return table
+
+
+def _bench_memory(args: argparse.Namespace) -> Table:
+    """The CPU half: peak NumPy memory of naive and tiled attention against L."""
+    table = Table(f"attention memory in NumPy: one head, d={args.head_dim}, float32, flash block {args.block}")
+    rng = np.random.default_rng(0)
+    naive_mib, flash_mib = [], []
+    for n in args.lengths:
+        q, k, v = (rng.standard_normal((n, args.head_dim)).astype(np.float32) for _ in range(3))
+        ref, naive_peak = peak_traced_bytes(scaled_dot_product_attention, q, k, v, causal=args.causal)
+        out, flash_peak = peak_traced_bytes(flash_attention, q, k, v, args.block, causal=args.causal)
+        err = float(np.max(np.abs(out - ref)))
+        for method, peak, fn in (("naive", naive_peak, scaled_dot_product_attention), ("flash", flash_peak, flash_attention)):
+            extra = (args.block,) if method == "flash" else ()
+            t = time_cpu(lambda: fn(q, k, v, *extra, causal=args.causal), warmup=0, min_runs=3, max_runs=3,
+                         what=f"{method} L={n}")
+            model = attention_workspace_bytes(n, n, args.head_dim, method=method, block=args.block) + n * args.head_dim * 4
+            table.rows.append({"L": n, "method": method, "peak MiB (traced)": peak / 2**20,
+                               "model MiB (work+out)": model / 2**20, "peak / (L*d*4 B)": peak / (n * args.head_dim * 4),
+                               "ms (median of 3)": t.median * 1e3, "max |flash - naive|": err if method == "flash" else None})
+        naive_mib.append(naive_peak / 2**20)
+        flash_mib.append(flash_peak / 2**20)
+    table.notes.append("peak: tracemalloc's peak of NumPy allocations during the call, less what was allocated before. "
+                       "naive holds the L x L scores (and the softmax's temporaries): it grows 4x per doubling of L; "
+                       "flash holds tiles, an accumulator and the output: it grows 2x, O(L d).")
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return table
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    ax.loglog(args.lengths, naive_mib, "o-", label="naive (L x L scores)")
+    ax.loglog(args.lengths, flash_mib, "s-", label=f"flash, block {args.block}")
+    ax.set_xlabel("sequence length L")
+    ax.set_ylabel("peak memory (MiB)")
+    ax.set_title("attention memory, NumPy, one head")
+    ax.legend()
+    table.figures["attention_memory"] = fig
+    return table
+
+
+def _bench_gpu(args: argparse.Namespace) -> Table:
+    """The GPU half: TFLOP/s of SDPA, the tuned and plain Triton kernels and naive attention."""
+    import torch
+    import torch.nn.functional as F
+
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
+    spec = hardware.detect()
+    peak = hardware.peak_flops(spec, args.dtype) if spec else 0.0
+    b, h, d = args.batch, args.heads, args.head_dim
+    table = Table(f"attention forward on {spec.name if spec else 'cuda'}: batch {b}, {h} heads, head dim {d}, "
+                  f"{args.dtype}, {'causal' if args.causal else 'not causal'}")
+    methods = {
+        "torch SDPA": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=args.causal),
+        "flash_attention_triton": lambda q, k, v: flash_attention_triton(q, k, v, causal=args.causal),
+        "flash_attention_triton_plain": lambda q, k, v: flash_attention_triton_plain(q, k, v, causal=args.causal),
+        "naive (3 kernels)": lambda q, k, v: naive_attention_torch(q, k, v, causal=args.causal),
+    }
+    series: dict[str, list[tuple[int, float]]] = {name: [] for name in methods}
+    free = torch.cuda.mem_get_info()[0]
+    for n in args.lengths:
+        g = torch.Generator(device="cuda").manual_seed(n)
+        q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype, generator=g) for _ in range(3))
+        flops = attention_flops(n, n, d, batch=b * h, causal=args.causal)
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=args.causal)
+        sdpa_time = None
+        for name, fn in methods.items():
+            if name.startswith("naive") and 3 * b * h * n * n * q.element_size() > 0.6 * free:
+                table.notes.append(f"naive skipped at L={n}: its scores need {b * h * n * n * q.element_size() / 2**30:.1f} GiB")
+                continue
+            fn(q, k, v)                                            # compile and autotune outside the figures
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            out = fn(q, k, v)
+            torch.cuda.synchronize()
+            extra = torch.cuda.max_memory_allocated() - base       # the output and any workspace
+            err = float((out.float() - ref.float()).abs().max())
+            del out
+            m = time_cuda(lambda: fn(q, k, v), budget_s=args.budget, what=f"{name} L={n}")
+            rate = flops / m.median
+            if peak:
+                check_plausible(rate, peak, what=f"{name} at L={n}")
+            sdpa_time = m.median if name == "torch SDPA" else sdpa_time
+            series[name].append((n, rate / 1e12))
+            table.rows.append({"L": n, "method": name, "ms": m.median * 1e3, "TFLOP/s": rate / 1e12,
+                               "vs SDPA": sdpa_time / m.median if sdpa_time else None,
+                               "% of peak": 100 * rate / peak if peak else None,
+                               "extra GiB": extra / 2**30, "max |err| vs SDPA": err})
+        del q, k, v, ref
+        torch.cuda.empty_cache()
+    table.notes.append("FLOPs: 4 * batch * heads * L^2 * d (the two products; causal counts visible pairs only). "
+                       "Times: median of CUDA-event runs with the L2 flushed (gpudl.bench.time_cuda). "
+                       "extra GiB: peak memory allocated by one call (output and workspace) beyond q, k, v.")
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return table
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
+    for name, pts in series.items():
+        if pts:
+            ax.plot(*zip(*pts), "o-", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length L")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(table.title, fontsize=8)
+    ax.legend(fontsize=8)
+    table.figures["attention_tflops"] = fig
+    return table

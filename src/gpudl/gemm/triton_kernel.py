@@ -1,0 +1,268 @@
+"""The tiled Triton matmul (Triton tutorial 03), and its speed next to cuBLAS.
+
+The kernel is the teaching kernel: tiles, masks, strides, grouped launch order, FP32
+accumulation, one program per output tile. On a GPU ``matmul_triton`` autotunes it over
+``TRITON_CONFIGS``; in Triton's interpreter (a CPU) it runs ``INTERPRETER_CONFIG``.
+
+``matmul_kernel``               the kernel (its docstring has the algorithm in pseudo-code)
+``TritonConfig``, ``TRITON_CONFIGS``, ``INTERPRETER_CONFIG``   tile shapes and launch options
+``matmul_triton``               check, allocate, launch (autotuned on a GPU)
+``best_triton_config``          the configuration the autotuner chose for a size
+``triton_vs_torch``, ``triton_block_sweep``   TFLOP/s of the kernel (autotuned, or per tile shape)
+                                next to torch.matmul, on a GPU
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
+import triton.language as tl
+
+from ..bench import gemm_flops       # 2 M N K: Unit 02's count, for TFLOP/s
+from ..references import reference
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """C (M, N) = A (M, K) @ B (K, N); one program computes one BLOCK_M x BLOCK_N tile of C.
+
+        for each tile (m, n) of C, in parallel:
+            acc = zeros(BLOCK_M, BLOCK_N) in FP32
+            for k in range(0, K, BLOCK_K):
+                acc += A[m:m+BLOCK_M, k:k+BLOCK_K] @ B[k:k+BLOCK_K, n:n+BLOCK_N]
+            C[m:m+BLOCK_M, n:n+BLOCK_N] = acc   (in C's dtype, masked at the edges)
+    """
+    # Grouped launch order: programs walk GROUP_M tile-rows down a column before moving right,
+    # so consecutive programs share tiles of B (and a few of A) while they sit in L2.
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    # Rows of A and columns of B past the edge wrap around (% M, % N): those loads stay in
+    # bounds without a mask, and the rows they feed are never stored.
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak     # (BLOCK_M, BLOCK_K)
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn     # (BLOCK_K, BLOCK_N)
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K                         # columns of A / rows of B still to go
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = acc.to(c_ptr.dtype.element_ty)
+
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn     # (BLOCK_M, BLOCK_N)
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@dataclass(frozen=True)
+class TritonConfig:
+    """Tile sizes and compilation options of one launch of ``matmul_kernel``."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int = 8
+    num_warps: int = 4
+    num_stages: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("block_m", "block_n", "block_k"):
+            v = getattr(self, name)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"{name} must be a power of two >= 16 (tl.dot needs it), got {v}")
+        if self.group_m < 1:
+            raise ValueError(f"group_m must be >= 1, got {self.group_m}")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f"num_warps must be a power of two up to 16, got {self.num_warps}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.block_m}x{self.block_n}x{self.block_k}"
+
+    def meta(self) -> dict[str, int]:
+        return {"BLOCK_M": self.block_m, "BLOCK_N": self.block_n, "BLOCK_K": self.block_k, "GROUP_M": self.group_m}
+
+
+# The configurations the autotuner tries on a GPU: those of Triton's tutorial 03 that suit
+# FP16 on Ampere and Hopper (big tiles, 3-4 pipeline stages for large problems; smaller tiles
+# so that a 1024^3 problem still has a tile for every SM).
+TRITON_CONFIGS = (
+    TritonConfig(128, 256, 64, 8, num_warps=8, num_stages=3),
+    TritonConfig(256, 128, 64, 8, num_warps=8, num_stages=3),
+    TritonConfig(64, 256, 32, 8, num_warps=4, num_stages=4),
+    TritonConfig(128, 128, 64, 8, num_warps=8, num_stages=3),
+    TritonConfig(128, 128, 64, 8, num_warps=4, num_stages=4),
+    TritonConfig(128, 128, 32, 8, num_warps=4, num_stages=4),
+    TritonConfig(128, 64, 64, 8, num_warps=4, num_stages=4),
+    TritonConfig(64, 128, 64, 8, num_warps=4, num_stages=4),
+    TritonConfig(128, 64, 32, 8, num_warps=4, num_stages=4),
+    TritonConfig(64, 128, 32, 8, num_warps=4, num_stages=4),
+    TritonConfig(64, 64, 64, 8, num_warps=4, num_stages=4),
+    TritonConfig(64, 64, 32, 8, num_warps=2, num_stages=5),
+)
+# In the interpreter every program runs one after another in Python: few, large tiles are fastest.
+INTERPRETER_CONFIG = TritonConfig(32, 32, 32, 4, num_warps=4, num_stages=1)
+
+_autotuned = triton.autotune(
+    configs=[triton.Config(c.meta(), num_warps=c.num_warps, num_stages=c.num_stages) for c in TRITON_CONFIGS],
+    key=["M", "N", "K"],
+)(matmul_kernel)
+
+
+def _interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def _input_precision(dtype: Any) -> str:
+    """``tl.dot``'s input precision: FP32 inputs run in TF32 on tensor cores only when torch's
+    matmuls would (``allow_tf32``), else in true FP32 ("ieee"). For 16-bit inputs the setting
+    does nothing; they get Triton's default, "tf32", as in the tutorial."""
+    import torch
+
+    if dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32:
+        return "ieee"
+    return "tf32"
+
+
+@reference
+def matmul_triton(a: Any, b: Any, *, config: TritonConfig | None = None, out: Any = None) -> Any:
+    """``a @ b`` with ``matmul_kernel`` (torch tensors, 2-D, FP16, BF16 or FP32; any strides).
+
+    The result has the inputs' dtype (accumulation is in FP32). ``config`` fixes the tiles;
+    without it a GPU autotunes over ``TRITON_CONFIGS`` (keyed on M, N, K) and the interpreter
+    uses ``INTERPRETER_CONFIG``. ``out`` (M, N), when given, receives the result.
+    """
+    import torch
+
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        raise TypeError(f"matmul_triton takes torch tensors, got {type(a).__name__} and {type(b).__name__}")
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"expected two matrices, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+    if a.dtype != b.dtype or a.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"a and b must share a dtype among float16, bfloat16, float32; got {a.dtype}, {b.dtype}")
+    if a.device != b.device:
+        raise ValueError(f"a is on {a.device}, b on {b.device}")
+    if a.dtype == torch.bfloat16 and _interpreted():
+        raise TypeError("Triton's interpreter cannot multiply bfloat16 (NumPy has no bfloat16: tl.dot would read "
+                        "the bits as integers); use float16 or float32 on a CPU, bfloat16 on a GPU")
+    M, K = a.shape
+    N = b.shape[1]
+    if out is None:
+        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    elif tuple(out.shape) != (M, N) or out.dtype != a.dtype or out.device != a.device:
+        raise ValueError(f"out must be ({M}, {N}) {a.dtype} on {a.device}, got {tuple(out.shape)} {out.dtype}")
+    if M == 0 or N == 0:
+        return out
+    if K == 0:
+        return out.zero_()
+    args = (a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
+    precision = _input_precision(a.dtype)
+    if config is None and not _interpreted():
+        grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
+        _autotuned[grid](*args, INPUT_PRECISION=precision)
+        return out
+    cfg = config or INTERPRETER_CONFIG
+    grid = (triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n),)
+    matmul_kernel[grid](*args, **cfg.meta(), INPUT_PRECISION=precision,
+                        num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    return out
+
+
+def best_triton_config(M: int, N: int, K: int) -> TritonConfig | None:
+    """The configuration the autotuner chose for (M, N, K) on this GPU, if it has run."""
+    for key, cfg in getattr(_autotuned, "cache", {}).items():
+        if tuple(key[:3]) == (M, N, K):
+            kw = cfg.all_kwargs() if hasattr(cfg, "all_kwargs") else dict(cfg.kwargs)
+            return TritonConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"],
+                                num_warps=kw.get("num_warps", 4), num_stages=kw.get("num_stages", 3))
+    return None
+
+
+# --- measurements -------------------------------------------------------------------------------
+
+_TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+
+
+def _peak(dtype: str) -> float | None:
+    from .. import hardware
+
+    spec = hardware.detect()
+    if spec is None:
+        return None
+    try:
+        return hardware.peak_flops(spec, dtype)
+    except ValueError:
+        return None
+
+
+def _tflops_cuda(fn: Any, flops: int, what: str, peak: float | None, budget_s: float = 1.0) -> float:
+    from .. import timing
+
+    m = timing.time_cuda(fn, what=what, budget_s=budget_s)
+    rate = flops / m.median
+    if peak:
+        timing.check_plausible(rate, peak, what=what)
+    return rate / 1e12
+
+
+def triton_vs_torch(n: int, dtype: str = "fp16", *, budget_s: float = 1.0) -> dict[str, Any]:
+    """Median TFLOP/s of ``matmul_triton`` (autotuned) and ``torch.matmul`` (cuBLAS) on
+    ``n^3`` in ``dtype``, on the GPU."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    dt = getattr(torch, _TORCH_DTYPES[dtype])
+    a = torch.randn(n, n, device="cuda", generator=g).to(dt)    # (n, n)
+    b = torch.randn(n, n, device="cuda", generator=g).to(dt)    # (n, n)
+    ref = torch.matmul(a, b)
+    got = matmul_triton(a, b)                                    # autotunes on the first call
+    err = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+    peak, flops = _peak(dtype), gemm_flops(n, n, n)
+    tri = _tflops_cuda(lambda: matmul_triton(a, b), flops, f"matmul_triton {n}^3 {dtype}", peak, budget_s)
+    cub = _tflops_cuda(lambda: torch.matmul(a, b), flops, f"torch.matmul {n}^3 {dtype}", peak, budget_s)
+    best = best_triton_config(n, n, n)
+    return {"n": n, "dtype": dtype, "triton TFLOP/s": tri, "cuBLAS TFLOP/s": cub, "ratio": tri / cub,
+            "config": best.label if best else "", "max rel err": err}
+
+
+def triton_block_sweep(n: int, configs: Sequence[TritonConfig] | None = None, dtype: str = "fp16", *,
+                       budget_s: float = 0.5) -> list[dict[str, Any]]:
+    """TFLOP/s of ``matmul_kernel`` at ``n^3`` for each tile configuration (default: a ladder
+    from 32x32 to 128x256), on the GPU; the reference is ``torch.matmul``."""
+    import torch
+
+    configs = configs or (TritonConfig(32, 32, 32, 8, 2, 3), TritonConfig(64, 64, 32, 8, 4, 4),
+                          TritonConfig(128, 64, 32, 8, 4, 4), TritonConfig(128, 128, 32, 8, 4, 4),
+                          TritonConfig(128, 128, 64, 8, 8, 3), TritonConfig(128, 256, 64, 8, 8, 3))
+    g = torch.Generator(device="cuda").manual_seed(0)
+    dt = getattr(torch, _TORCH_DTYPES[dtype])
+    a = torch.randn(n, n, device="cuda", generator=g).to(dt)
+    b = torch.randn(n, n, device="cuda", generator=g).to(dt)
+    peak, flops = _peak(dtype), gemm_flops(n, n, n)
+    cub = _tflops_cuda(lambda: torch.matmul(a, b), flops, f"torch.matmul {n}^3", peak, budget_s)
+    rows = []
+    for cfg in configs:
+        tf = _tflops_cuda(lambda: matmul_triton(a, b, config=cfg), flops, f"matmul_kernel {cfg.label}", peak, budget_s)
+        rows.append({"tile": cfg.label, "warps": cfg.num_warps, "stages": cfg.num_stages, "n": n,
+                     "TFLOP/s": tf, "cuBLAS TFLOP/s": cub, "ratio": tf / cub})
+    return rows

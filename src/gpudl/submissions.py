@@ -1,0 +1,373 @@
+"""Submissions: found in a folder or an LMS zip, inspected without running them, repaired.
+
+Every submission becomes exactly one ``Submission``, gradable or not, so that the grades have
+one row per submission whatever was handed in:
+
+- a folder of student folders (``alice/lab01.ipynb``, nested folders too), loose notebooks,
+  a Canvas zip (``name_123_456_LAB.ipynb``) or a Moodle zip
+  (``Full Name_123_assignsubmission_file_/``);
+- symbolic links are refused with a reason, never followed, their target never echoed;
+- sizes are checked before anything is parsed (a zip member is read through a bounded
+  stream, so a member that lies about its size or a compression bomb costs at most the limit);
+- a zip entry with an unsafe path gets its own row, the rest of the class is still graded;
+- two entries that map to the same student get distinct names (``alice``, ``alice-2``).
+
+``inspect_submission`` reads a notebook without running it (invalid JSON, duplicated graded
+cells, edited or deleted test cells); ``repair`` writes the copy that is graded: deleted graded
+cells restored in their place from the release, and hidden-test markers in the student's own
+cells made inert (they would break the feedback of that student). ``review_flags`` lists code
+in the student's cells that reaches into the grader's machinery (rebinding the package's
+functions, IPython hooks, frames, ``__wrapped__``, ``exec``): such code cannot raise a score,
+since the checker judges outside the kernel, but an instructor may want to read it.
+
+Public names: ``Submission``, ``find_submissions``, ``inspect_submission``, ``repair``,
+``review_flags``, ``MAX_NOTEBOOK_BYTES``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+MAX_NOTEBOOK_BYTES = 32 << 20        # a notebook larger than this is not read
+MAX_ZIP_MEMBERS = 20_000
+
+
+@dataclass
+class Submission:
+    student: str
+    notebook: Path | None       # None when nothing gradable was found
+    problem: str = ""           # why it cannot be graded, when notebook is None
+    name: str = ""              # the student's name as the LMS wrote it (for the gradebook)
+
+
+_CANVAS = re.compile(r"^(?P<student>[^_]+)_(?:LATE_)?\d+_\d+_(?P<name>.+)$")
+_MOODLE = re.compile(r"^(?P<student>.+?)_\d+_assignsubmission_file_?$")
+
+
+def student_id(raw: str) -> str:
+    """A name safe as a folder and gradebook id: letters, digits, '_', '.', '-'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", raw).strip("-.") or "unknown"
+
+
+def _regular_notebook(path: Path) -> str:
+    """Why ``path`` cannot be read as a submitted notebook, or ''."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "the notebook cannot be read"
+    if stat.S_ISLNK(st.st_mode):
+        return "the notebook is a symbolic link (not followed)"
+    if not stat.S_ISREG(st.st_mode):
+        return "the notebook is not a regular file"
+    if st.st_size > MAX_NOTEBOOK_BYTES:
+        return f"the notebook is {st.st_size / 2**20:.0f} MiB, over the {MAX_NOTEBOOK_BYTES >> 20} MiB limit"
+    return ""
+
+
+def _notebooks_in(folder: Path) -> tuple[list[Path], list[str]]:
+    """Notebooks under ``folder`` without following links, and the links found."""
+    found, links = [], []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if d not in (".ipynb_checkpoints", "__MACOSX") and not d.startswith(".")]
+        for d in list(dirnames):
+            if (here / d).is_symlink():
+                links.append(str((here / d).relative_to(folder)))
+                dirnames.remove(d)
+        for f in filenames:
+            p = here / f
+            if p.is_symlink():
+                links.append(str(p.relative_to(folder)))
+            elif f.endswith(".ipynb"):
+                found.append(p)
+    return sorted(found), links
+
+
+def _pick_notebook(folder: Path, lab: str, accept_renamed: bool) -> tuple[Path | None, str]:
+    notebooks_, links = _notebooks_in(folder)
+    exact = [p for p in notebooks_ if p.name == f"{lab}.ipynb"]
+    if not exact and any(Path(link).name == f"{lab}.ipynb" for link in links):
+        return None, f"{lab}.ipynb is a symbolic link (not followed)"
+    if len(exact) == 1:
+        why = _regular_notebook(exact[0])
+        return (None, why) if why else (exact[0], "")
+    if len(exact) > 1:
+        return None, f"{len(exact)} copies of {lab}.ipynb: " + ", ".join(str(p.relative_to(folder)) for p in exact)
+    if not notebooks_:
+        return None, f"no notebook submitted (expected {lab}.ipynb)"
+    if len(notebooks_) == 1 and accept_renamed:
+        why = _regular_notebook(notebooks_[0])
+        return (None, why) if why else (notebooks_[0], "")
+    names = ", ".join(p.name for p in notebooks_)
+    return None, (f"renamed notebook: found {names}, expected {lab}.ipynb "
+                  "(rename it and resubmit, or grade with --accept-renamed)")
+
+
+def _unzip(path: Path, dest: Path) -> list[tuple[str, str]]:
+    """Extract the notebooks of an LMS zip into ``dest`` through bounded reads; returns the
+    entries refused: (member name, reason)."""
+    refused: list[tuple[str, str]] = []
+    with zipfile.ZipFile(path) as zf:
+        members = zf.infolist()
+        if len(members) > MAX_ZIP_MEMBERS:
+            raise ValueError(f"{path} has {len(members)} entries, more than {MAX_ZIP_MEMBERS}")
+        for info in members:
+            name = info.filename
+            parts = Path(name).parts
+            if info.is_dir():
+                continue
+            if name.startswith("/") or ".." in parts or (parts and ":" in parts[0]):
+                refused.append((name, "an unsafe path in the zip (not extracted)"))
+                continue
+            if stat.S_ISLNK(info.external_attr >> 16):
+                refused.append((name, "a symbolic link in the zip (not extracted)"))
+                continue
+            if any(p.startswith(".") or p == "__MACOSX" for p in parts):
+                continue
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)     # the student's folder, even without a notebook
+            if not name.endswith(".ipynb"):
+                continue
+            data, left = [], MAX_NOTEBOOK_BYTES + 1
+            with zf.open(info) as src:
+                while left > 0:
+                    chunk = src.read(min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    data.append(chunk)
+                    left -= len(chunk)
+            if left <= 0:
+                refused.append((name, f"a notebook over the {MAX_NOTEBOOK_BYTES >> 20} MiB limit (not extracted)"))
+                continue
+            target.write_bytes(b"".join(data))
+    return refused
+
+
+def find_submissions(path: str | Path, lab: str, *, workdir: Path | None = None,
+                     accept_renamed: bool = False) -> list[Submission]:
+    """Every submission under ``path`` (a folder or an LMS zip), one ``Submission`` each."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise FileNotFoundError(f"{path} does not exist (a folder of submissions or an LMS zip is expected)")
+    if path.is_symlink():
+        raise ValueError(f"{path} is a symbolic link: give the folder or zip itself")
+    refused: list[tuple[str, str]] = []
+    if path.is_file():
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"{path} is neither a folder of submissions nor a zip")
+        dest = Path(workdir or tempfile.mkdtemp(prefix="gpudl-zip-")) / "unzipped"
+        dest.mkdir(parents=True, exist_ok=True)
+        refused = _unzip(path, dest)
+        path = dest
+        entries = [p for p in dest.iterdir() if not p.name.startswith(("__MACOSX", "."))]
+        if len(entries) == 1 and entries[0].is_dir() and len(list(entries[0].iterdir())) > 1:
+            path = entries[0]          # a zip that wraps the submissions in one folder
+    found: list[Submission] = []
+    taken: set[str] = set()
+
+    def add(raw: str, nb: Path | None, problem: str, name: str = "") -> None:
+        sid = student_id(raw)
+        base, n = sid, 2
+        while sid in taken:
+            sid, n = f"{base}-{n}", n + 1
+        taken.add(sid)
+        found.append(Submission(sid, nb, problem, name or raw))
+
+    for entry in sorted(path.iterdir()):
+        if entry.name.startswith((".", "__MACOSX")):
+            continue
+        if entry.is_symlink():
+            add(entry.stem if entry.suffix == ".ipynb" else entry.name, None,
+                "a symbolic link (not followed)")
+        elif entry.is_dir():
+            m = _MOODLE.match(entry.name)
+            raw = m["student"] if m else entry.name
+            nb, problem = _pick_notebook(entry, lab, accept_renamed)
+            add(raw, nb, problem)
+        elif entry.suffix == ".ipynb":
+            m = _CANVAS.match(entry.name)
+            raw = m["student"] if m else entry.stem
+            original = m["name"] if m else entry.name
+            renamed = original != f"{lab}.ipynb" and not re.fullmatch(rf"{re.escape(lab)}(-\d+)?\.ipynb", original)
+            if renamed and not accept_renamed:
+                add(raw, None, f"renamed notebook: found {original}, expected {lab}.ipynb")
+            else:
+                why = _regular_notebook(entry)
+                add(raw, None if why else entry, why)
+    for member, why in refused:
+        parts = [p for p in Path(member).parts if p not in ("..", ".", "/")]
+        m = _CANVAS.match(parts[-1]) if parts else None
+        raw = m["student"] if m else (parts[-2] if len(parts) > 1 else Path(member).stem)
+        mm = _MOODLE.match(raw)
+        raw = mm["student"] if mm else raw
+        same = [s for s in found if s.student == student_id(raw) and s.notebook is None]
+        if same:
+            same[0].problem = why          # the folder's row says what happened to its notebook
+        else:
+            add(raw, None, why)
+    return found
+
+
+_HIDDEN = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
+
+
+def _visible(source: str) -> str:
+    """A test cell's source without its hidden region (a student's copy never has one)."""
+    return _HIDDEN.sub("", source).strip()
+
+
+def _read(nb_path: Path) -> tuple[nbformat.NotebookNode | None, str]:
+    why = _regular_notebook(nb_path)
+    if why:
+        return None, why
+    try:
+        raw = json.loads(nb_path.read_bytes())
+        nb = nbformat.from_dict(raw)
+        if not isinstance(nb.get("cells"), list):
+            return None, "invalid notebook: no list of cells"
+        nb = nbformat.convert(nb, 4) if nb.get("nbformat", 4) != 4 else nb
+    except Exception as exc:  # noqa: BLE001 - every unreadable file is reported the same way
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return None, f"invalid notebook (not readable as notebook JSON): {first}"
+    for cell in nb.cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw") \
+                or not isinstance(cell.get("source", ""), (str, list)):
+            return None, "invalid notebook: a cell without a type or source"
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(str(s) for s in cell["source"])
+        cell.setdefault("metadata", {})
+        if cell["cell_type"] == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+    return nb, ""
+
+
+def _gid(cell: dict) -> str | None:
+    nbg = cell.get("metadata", {}).get("nbgrader", {})
+    return nbg.get("grade_id") if isinstance(nbg, dict) else None
+
+
+def inspect_submission(nb_path: Path, released: nbformat.NotebookNode) -> tuple[str, list[str]]:
+    """Check a submission without running it. Returns (problem, notes): a non-empty problem
+    means it cannot be graded; notes say what the grader repairs."""
+    nb, why = _read(nb_path)
+    if nb is None:
+        return why, []
+    counts: dict[str, int] = {}
+    for cell in nb.cells:
+        gid = _gid(cell)
+        if gid:
+            counts[gid] = counts.get(gid, 0) + 1
+    dups = {k: v for k, v in counts.items() if v > 1}
+    if dups:
+        what = ", ".join(f"'{k}' x{v}" for k, v in sorted(dups.items()))
+        return f"duplicated cell: {what} (a copied graded cell; keep one copy of each and resubmit)", []
+    notes = []
+    by_id = {_gid(c): c for c in nb.cells if _gid(c)}
+    for cell in released.cells:
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        gid = nbg.get("grade_id")
+        if not gid:
+            continue
+        if gid not in by_id:
+            notes.append(f"cell '{gid}' was deleted; the grader restored it")
+        elif nbg.get("locked") and _visible(by_id[gid].source) != _visible(cell.source):
+            notes.append(f"cell '{gid}' was edited; the grader restored the original")
+    return "", notes
+
+
+_MARKERS = re.compile(r"(BEGIN|END) HIDDEN TESTS")
+
+
+def repair(nb_path: Path, released: nbformat.NotebookNode, dest: Path) -> Path:
+    """Write the copy of a submission that is graded: every graded cell of the release present
+    in the release's order (a deleted one restored from the release where it stood), and
+    hidden-test markers in the student's own cells made inert."""
+    nb, why = _read(nb_path)
+    if nb is None:
+        raise ValueError(why)
+    order = [_gid(c) for c in released.cells if _gid(c)]
+    pos = {gid: i for i, gid in enumerate(order)}
+    present = {_gid(c) for c in nb.cells if _gid(c)}
+    missing = [c for c in released.cells if _gid(c) and _gid(c) not in present]
+    cells: list = []
+    for cell in nb.cells:
+        gid = _gid(cell)
+        if gid in pos:
+            while missing and pos[_gid(missing[0])] < pos[gid]:
+                cells.append(nbformat.from_dict(json.loads(json.dumps(missing.pop(0)))))
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        if not (isinstance(nbg, dict) and nbg.get("locked")):
+            cell["source"] = _MARKERS.sub(r"\1 HIDDEN-TESTS (inert)", cell.get("source", ""))
+        cells.append(cell)
+    cells.extend(nbformat.from_dict(json.loads(json.dumps(c))) for c in missing)
+    nb.cells = cells
+    nb.metadata["kernelspec"] = released.metadata.get("kernelspec", {"name": "python3", "display_name": "Python 3",
+                                                                     "language": "python"})
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(nb, indent=1))
+    return dest
+
+
+# What honest lab code has no reason to touch: the grader's machinery and the interpreter's.
+_SUSPECT_ATTRS = {"__wrapped__", "__closure__", "__code__", "__globals__", "__builtins__", "__dict__", "f_locals",
+                  "f_globals", "f_back", "_getframe", "settrace", "setprofile", "set_custom_exc",
+                  "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "register_magic_function",
+                  "get_referents", "get_referrers", "get_objects", "modules"}
+_SUSPECT_NAMES = {"exec", "eval", "compile", "__import__", "ctypes", "importlib", "marshal", "get_ipython"}
+
+
+def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
+    """Lines of the student's own cells (solution cells and cells they added) that reach into
+    the grader's machinery, one note each (at most 10)."""
+    import ast
+
+    nb, why = _read(nb_path)
+    if nb is None:
+        return []
+    locked = {_gid(c) for c in released.cells if c.get("metadata", {}).get("nbgrader", {}).get("locked")}
+    flags: list[str] = []
+    for index, cell in enumerate(nb.cells):
+        if cell.get("cell_type") != "code" or _gid(cell) in locked:
+            continue
+        where = f"cell '{_gid(cell)}'" if _gid(cell) else f"cell {index + 1}"
+        try:
+            tree = ast.parse(cell.get("source", ""))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            what = ""
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and "gpudl" in ast.unparse(t.value) or (
+                            isinstance(t, ast.Attribute) and ast.unparse(t.value) in ("check",)):
+                        what = f"rebinds {ast.unparse(t)}"
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+                what = f"calls {node.func.id}"
+            elif isinstance(node, ast.Attribute) and node.attr in _SUSPECT_ATTRS:
+                what = f"uses .{node.attr}"
+            elif isinstance(node, ast.Name) and node.id in _SUSPECT_NAMES:
+                what = f"uses {node.id}"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(m.split(".")[0] in ("ctypes", "importlib", "marshal", "gc") for m in mods):
+                    what = f"imports {', '.join(mods)}"
+            if what:
+                flags.append(f"review: {where}, line {getattr(node, 'lineno', '?')}: {what}")
+                break
+        if len(flags) >= 10:
+            break
+    return flags
+
+
+__all__ = ["Submission", "find_submissions", "inspect_submission", "repair", "review_flags", "student_id",
+           "MAX_NOTEBOOK_BYTES"]

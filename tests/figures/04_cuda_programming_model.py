@@ -1,0 +1,56 @@
+"""Figures quoted in course/04_cuda_programming_model.ipynb, and how each is computed."""
+from __future__ import annotations
+
+from gpudl import hardware
+from gpudl.cuda_model import (bank_conflicts, column_indices, global_index, grid_size, idle_threads, load_efficiency,
+                              occupancy, padded_width, resident_threads, strided_sectors, thread_count, waves)
+
+from . import Figure
+
+_NSIGHT = occupancy("V100", 128, 17, 20)
+
+FIGURES = [
+    Figure("warps** of 32", 32, lambda ns: hardware.sm_limits("V100").warp_size),
+    Figure("with 8 threads per block, owns element 21", 21, lambda ns: global_index(2, 8, 5)[0]),
+    Figure("CUDA kernel launch with 196 blocks of 256 threads", 196, lambda ns: ns["vector_blocks"]),
+    Figure("of which 176 are idle", 176, lambda ns: ns["vector_idle"]),
+    Figure("72 threads in all", 72, lambda ns: thread_count((3, 2), (4, 3))),
+    Figure("Fermi: 16 SMs of 32 scalar cores", 16, None, why="the lecture's Fermi slide: an input, not computed"),
+    Figure("the P100 has 56 SMs enabled", 56, lambda ns: hardware.SPECS["P100"].sms),
+    Figure("the V100 80", 80, lambda ns: hardware.SPECS["V100"].sms),
+    Figure("16,384 32-bit registers", 16384,
+           lambda ns: hardware.sm_limits("V100").registers_per_sm // hardware.sm_limits("V100").register_sub_partitions),
+    Figure("8 GPCs x 8 TPCs x 2 SMs", 8, None, why="the GA100 whitepaper's configuration, an input"),
+    Figure("went from 512 (Fermi)", 512, lambda ns: ns["fermi_cores"]),
+    Figure("to 5,120 (V100)", 5120, lambda ns: ns["volta_cores"]),
+    Figure("6,912 (A100, 108 SMs x 64)", 6912, lambda ns: ns["a100_cores"]),
+    Figure("128 SMs and", 128, lambda ns: ns["ga100_sms"]),
+    Figure("8,192 FP32 cores", 8192, lambda ns: ns["ga100_cores"]),
+    Figure("An A100 SM holds up to 2048 threads", 2048, lambda ns: ns["threads_per_sm"]),
+    Figure("keeps 221,184 threads in flight", 221184, lambda ns: resident_threads("A100")),
+    Figure("about 400 cycles", 400, None, why="the lecture's figure for global-memory latency, quoted"),
+    Figure("512 or more threads per", 512, None, why="the lecture's rule of thumb, quoted"),
+    Figure("with 2,048 the maximum", 2048, lambda ns: hardware.sm_limits("V100").max_threads_per_sm),
+    Figure("17 x 32 = 544 become 768", 768, lambda ns: ns["nsight"].registers_per_warp),
+    Figure("then holds 21 warps", 21,
+           lambda ns: (16384 // ns["nsight"].registers_per_warp)),
+    Figure("84 per SM", 84, lambda ns: 4 * (16384 // ns["nsight"].registers_per_warp)),
+    Figure("21 blocks of 4 warps", 21, lambda ns: _NSIGHT.limits["registers"]),
+    Figure("64 slots / 4 per block = 16", 16, lambda ns: _NSIGHT.limits["warps"]),
+    Figure("out of Volta's 96 KB: 384", 384, lambda ns: _NSIGHT.limits["shared memory"]),
+    Figure("Block slots: 32", 32, lambda ns: _NSIGHT.limits["blocks"]),
+    Figure("The smallest, 16 blocks per SM, wins", 16, lambda ns: ns["nsight"].blocks_per_sm),
+    Figure("usually 128 to 256", 128, None, why="the lecture's launch-configuration advice, quoted"),
+    Figure("run faster at a quarter of the occupancy", 0.25, None, why="Volkov's GTC 2010 talk, quoted"),
+    Figure("launched 4,132 blocks at 16 blocks per SM on 80 SMs: 3.23 waves", 3.23,
+           lambda ns: ns["nsight_waves"].waves, rtol=2e-3),
+    Figure("are 75% used overall", 75, lambda ns: 100 * waves(12, 1, 8).efficiency),
+    Figure("the warp's 128 bytes are 4 sectors", 4, lambda ns: strided_sectors(1)),
+    Figure("the same 32 values span 8 sectors", 8, lambda ns: strided_sectors(2)),
+    Figure("32 sectors for 128 useful bytes", 32, lambda ns: strided_sectors(8)),
+    Figure("32 bytes will be issued, and only 1 will be used", 32, lambda ns: ns["one_byte_ratio"]),
+    Figure("a 32-way conflict", 32, lambda ns: bank_conflicts(column_indices(32))),
+    Figure("Padding each row to 33 words", 33, lambda ns: padded_width(32)),
+]
+
+assert grid_size(50_000, 256) == 196 and idle_threads(50_000, 256) == 176 and load_efficiency([0], 1) == 1 / 32

@@ -1,0 +1,55 @@
+"""Figures quoted by course/05_layouts_and_cudnn.ipynb."""
+import math
+
+import numpy as np
+
+from gpudl import conv
+
+from figures import Figure
+
+
+def _only(values):
+    return values[0] if len(values) == 1 else math.nan
+
+
+FIGURES = [
+    # 1. The guide's N=1 C=64 H=5 W=4 NCHW example
+    Figure("Channel 1 starts at 20", 20, lambda ns: ns["table"][1, 0, 0]),
+    Figure("channel 32 at 640", 640, lambda ns: ns["table"][32, 0, 0]),
+    Figure("channel 63 ends at 1279", 1279, lambda ns: ns["table"][63, -1, -1]),
+    # 4. The algorithms
+    Figure("F(2x2, 3x3): 16 multiplies per 2x2 output tile instead of 36", 16,
+           lambda ns: np.array(conv.WINOGRAD_BT).shape[0] ** 2),
+    Figure("F(2x2, 3x3): 16 multiplies per 2x2 output tile instead of 36", 36, lambda ns: (2 * 2) * (3 * 3)),
+    Figure("two outputs of a 3-tap filter from 4 inputs with 4 multiplies", 4,
+           lambda ns: np.array(conv.WINOGRAD_G).shape[0]),
+    Figure("two outputs of a 3-tap filter from 4 inputs with 4 multiplies", 2,
+           lambda ns: np.array(conv.WINOGRAD_AT).shape[0]),
+    Figure("is exactly the table's 72 MB for 3x3 filters", 72, lambda ns: ns["gemm_workspace_mib"][3]),
+    Figure("and 968 MB for 11x11", 968, lambda ns: ns["gemm_workspace_mib"][11]),
+    Figure("is exactly the table's 72 MB for 3x3 filters", 72, lambda ns: ns["lecture_table"]["GEMM"][1]),
+    # 5. Find
+    Figure("the fastest (WINOGRAD) needs 1.56 MB", 1.56, lambda ns: ns["lecture_table"]["WINOGRAD"][1]),
+    Figure("the fastest (WINOGRAD) needs 1.56 MB", 1.56,
+           lambda ns: min(ns["lecture_table"].values())[1]),                      # fastest = smallest time
+    Figure("memory-hungry (FFT, 8 GB) is the slowest", 8, lambda ns: ns["lecture_table"]["FFT"][1] / 1e3, rtol=0.05),
+    Figure("memory-hungry (FFT, 8 GB) is the slowest", 8, lambda ns: max(ns["lecture_table"].values())[1] / 1e3,
+           rtol=0.05),
+    # 6. The NHWC CNN
+    Figure("`[9 9 9 9 7 1 6 0]`", 7, lambda ns: ns["qd"][0, 4].item()),
+    Figure("`[9 9 9 9 7 1 6 0]`", 6, lambda ns: ns["qd"][0, 6].item()),
+    Figure("a softmax of `2.389e-01` four times", 0.2389, lambda ns: ns["out"][:4].min().item(), rtol=2e-4),
+    Figure("a softmax of `2.389e-01` four times", 0.2389, lambda ns: ns["out"][:4].max().item(), rtol=2e-4),
+    Figure("then `3.23e-02`", 0.0323, lambda ns: ns["out"][4].item(), rtol=2e-3),
+    Figure("`8.01e-05`", 8.01e-05, lambda ns: ns["out"][5].item(), rtol=2e-3),
+    Figure("`1.19e-02`", 0.0119, lambda ns: ns["out"][6].item(), rtol=2e-3),
+    Figure("`2.95e-05`", 2.95e-05, lambda ns: ns["out"][7].item(), rtol=2e-3),
+    Figure("the softmax it prints has **8** entries", 8, lambda ns: ns["out"].numel()),
+    Figure("the convolution, with **56** parameters", 56, lambda ns: ns["cnn_conv_params"]),
+    Figure("a hidden dense layer of **8** neurons is the only width", 8, lambda ns: _only(ns["hidden_for_146"])),
+    Figure("brings the count to 146 (56 + 72 + 18)", 146, lambda ns: sum(ns["cnn_parameters"](8))),
+    Figure("brings the count to 146 (56 + 72 + 18)", 72, lambda ns: ns["cnn_parameters"](8)[1]),
+    Figure("brings the count to 146 (56 + 72 + 18)", 18, lambda ns: ns["cnn_parameters"](8)[2]),
+    Figure("\"The total number of the trainable parameters is 146\"", 146, None,
+           why="the lecture's figure, quoted; the network it belongs to is counted in the figures above"),
+]

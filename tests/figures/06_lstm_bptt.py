@@ -1,0 +1,48 @@
+"""Figures quoted by course/06_lstm_bptt.ipynb."""
+import math
+
+from gpudl import hardware
+
+from figures import Figure
+
+
+def _under(x, limit):
+    """``limit`` when ``x`` is below it (the prose says "under"), else ``x`` itself, which then fails."""
+    return limit if x < limit else x
+
+
+def _sigmoid(z):
+    return 1 / (1 + math.exp(-z))
+
+
+FIGURES = [
+    # 2. The lecture's step t = 0
+    Figure("lecture's step t = 0, `x_0 = [1, 2]`", 1, lambda ns: ns["ex"]["x"][0].ravel()[0]),
+    Figure("lecture's step t = 0, `x_0 = [1, 2]`", 2, lambda ns: ns["ex"]["x"][0].ravel()[1]),
+    Figure("`x_1 = [0.5, 3]`", 0.5, lambda ns: ns["ex"]["x"][1].ravel()[0]),
+    Figure("`x_1 = [0.5, 3]`", 3, lambda ns: ns["ex"]["x"][1].ravel()[1]),
+    # 4. The worked example, and the label slip Y1 = -1.25
+    Figure("`Y0 = 0.5`", 0.5, lambda ns: ns["ex"]["y"].ravel()[0]),
+    Figure("The numbers follow the label **+1.25**", 1.25, lambda ns: ns["ex"]["y"].ravel()[1]),
+    Figure("$\\Delta_1 = 0.77197 - 1.25 = -0.47803$", 0.77197, lambda ns: ns["out"].ravel()[1], rtol=2e-5),
+    Figure("$\\Delta_1 = 0.77197 - 1.25 = -0.47803$", -0.47803, lambda ns: ns["dout"].ravel()[1], rtol=5e-5),
+    Figure("`Y1 = -1.25`", -1.25, None, why="the lecture's slip, quoted; the label its numbers follow (+1.25) is "
+                                           "checked above"),
+    Figure("the slides' rounding, all under 1e-4", 1e-4, lambda ns: _under(max(ns["max_diffs"].values()), 1e-4)),
+    # The Delta out_-1 label slip
+    Figure("is $U^T \\delta gates_0$ = -0.00343", -0.00343, lambda ns: ns["delta_out_sent_back"][0], rtol=2e-3),
+    Figure("is $U^T \\delta gates_0$ = -0.00343", -0.00343, lambda ns: ns["printed"]["delta_out_prev_0"]),
+    # The dE/db_o label slip
+    Figure("gives the **f** row, -0.00631", -0.00631, lambda ns: ns["bias_grad_numeric"]["f"], rtol=2e-3),
+    Figure("gives the **f** row, -0.00631", -0.00631, lambda ns: ns["grads"][5][2], rtol=2e-3),
+    Figure("the output gate's row is about -0.0536", -0.0536, lambda ns: ns["bias_grad_numeric"]["o"], rtol=2e-3),
+    Figure("learning rate 0.1", 0.1, lambda ns: ns["ex"]["lr"]),
+    # 6. The forget gate's bias
+    Figure("set the forget gate's bias to 0 (f around 0.5)", 0.5, lambda ns: _sigmoid(0)),
+    Figure("or to 3 (f around 0.95)", 0.95, lambda ns: _sigmoid(3), rtol=0.01),
+    # 7. Where the GEMMs are
+    Figure("a `(16, 128) x (128, 512)` product", 16, lambda ns: ns["args32"][0].shape[1]),
+    Figure("a `(16, 128) x (128, 512)` product", 128, lambda ns: ns["args32"][4].shape[1]),
+    Figure("a `(16, 128) x (128, 512)` product", 512, lambda ns: ns["args32"][4].shape[0]),
+    Figure("an H100's 132 SMs", 132, lambda ns: hardware.SPECS["H100-SXM"].sms),
+]

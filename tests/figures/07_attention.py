@@ -1,0 +1,42 @@
+"""Figures quoted by course/07_attention.ipynb."""
+from gpudl import attention
+
+from figures import Figure
+
+MEASURED = ("measured on an H200 (November 2026); a CPU run cannot reproduce it "
+            "(`gpudl bench attention` on a GPU does)")
+D = 1024
+
+
+def _n_where_projections_equal_attention_over_d():
+    """N / D at N = 2D, scaled by attention / projection FLOPs there (1 when they are equal)."""
+    n = 2 * D
+    attn = attention.attention_flops(n, n, D // 16, batch=16)
+    proj = attention.multihead_self_attention_flops(n, D, 16) - attn
+    return n / D * attn / proj
+
+
+FIGURES = [
+    # 4. Where the FLOPs are
+    Figure("They are equal at $N = 2D$", 2, lambda ns: _n_where_projections_equal_attention_over_d()),
+    # 5. The memory of naive attention, and the corrected 1 GiB
+    Figure("bytes = 64 GiB", 64, lambda ns: ns["scores_gib"]),
+    Figure("whose inputs and output are 1 GiB", 1, lambda ns: 4 * ns["qkvo_mib"] / 1024),
+    Figure("$O$ are 256 MiB each", 256, lambda ns: ns["qkvo_mib"]),
+    Figure("at the head dimension $d = 64$", 64, lambda ns: ns["big"]["d"]),
+    Figure("holds about three $L \\times L$ arrays at its peak", 3,
+           lambda ns: ns["naive_mib"][-1] / (ns["lengths"][-1] ** 2 * 4 / 2**20), rtol=0.02),
+    # 8. Measured on a GPU
+    Figure("SDPA about 450 TFLOP/s", 450, None, why=MEASURED),
+    Figure("about 0.84x of that", 0.84, None, why=MEASURED),
+    Figure("limited by its DRAM traffic, about 49", 49, None, why=MEASURED),
+    # 9. Transformer sizes, and the slide's "6 heads"
+    Figure("so about $12 D^2$ per block", 12, lambda ns: attention.transformer_block_params(D) / D**2, rtol=0.01),
+    Figure("which brings BERT-Base to its 110M", 110, lambda ns: ns["bert_base_params"] / 1e6, rtol=0.01),
+    Figure("give Transformer-Base **8** heads", 8, lambda ns: ns["base"].heads),
+    Figure("heads, of 64 columns each", 64, lambda ns: ns["head_width"][ns["base"].heads]),
+    Figure("6 heads could not even split 512 columns evenly", 512, lambda ns: ns["base"].width),
+    Figure("\"12 blocks, $D_Q$=512, 6 heads\"", 6, None,
+           why="the lecture's slip, quoted; the right figure (8 heads) and why 6 cannot be are computed above"),
+    Figure("For GPT-3 (175B parameters)", 175, lambda ns: ns["gpt3"].params / 1e9),
+]

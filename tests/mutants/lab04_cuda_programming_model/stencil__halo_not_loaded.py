@@ -1,0 +1,4 @@
+# mutant: the halo is never loaded into shared memory
+# cell: stencil
+# replace: if cuda.threadIdx.x < RADIUS:
+# with: if False:

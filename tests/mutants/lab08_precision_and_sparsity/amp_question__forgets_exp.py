@@ -1,0 +1,3 @@
+# mutant: forgets that exp needs FP32 range
+# cell: amp_question
+AMP_FP32_ANSWER = "BD"

@@ -1,0 +1,133 @@
+"""The package's import graph: no cycles, nothing imports the CLI, every module imports alone.
+
+The graph is read from the source (``ast``), so it sees imports inside functions too: a
+deferred import that closes a cycle (``cli -> runlabs -> cli`` once did) is still a cycle,
+only one that fails later. A module may use its own package's names (``from . import x``
+where ``x`` is defined in the package's ``__init__``): the package is always imported before
+its modules, so that edge is not counted. ``gpudl.__main__`` (``python -m gpudl``) is the
+CLI's entry point and the one module that may import it.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import gpudl
+
+PACKAGE = Path(gpudl.__file__).resolve().parent
+ENTRY_POINTS = {"gpudl.__main__"}          # running it runs the CLI: not a module to import
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of the package: dotted name -> (file, is a package's __init__)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str) -> set[str]:
+    """The package's modules that ``name`` imports anywhere in its source, relative imports resolved."""
+    path, is_pkg = MODULES[name]
+    here = name if is_pkg else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")[:len(here.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in MODULES)
+    return found - {name}
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {}
+    for name in MODULES:
+        ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+        graph[name] = _imports(name) - ancestors
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}          # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_graph_reader_sees_deferred_and_relative_imports():
+    graph = _graph()
+    assert "gpudl.cli" in graph["gpudl.__main__"]
+    assert {"gpudl.pipeline", "gpudl.table"} <= graph["gpudl.runlabs"]
+    assert "gpudl.benchmarks" in graph["gpudl.runlabs"]              # inside a function
+    assert "gpudl.conv.descriptors" in graph["gpudl.conv.geometry"]   # from .descriptors import ...
+    assert "gpudl.hardware" in graph["gpudl.conv.descriptors"]        # from ..hardware import ...
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle():
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_no_module_imports_the_cli():
+    importers = sorted(name for name, deps in _graph().items() if "gpudl.cli" in deps and name not in ENTRY_POINTS)
+    assert not importers, f"{importers} import gpudl.cli; the CLI calls the package, never the reverse"
+
+
+def test_benchmarks_import_concept_modules_and_never_the_reverse():
+    graph = _graph()
+    for name, deps in graph.items():
+        if not name.startswith("gpudl.benchmarks"):
+            bad = sorted(d for d in deps if d.startswith("gpudl.benchmarks."))
+            assert not bad, f"{name} imports the benchmark modules {bad}: a concept module does not know its benchmark"
+
+
+def _import_alone(name: str) -> tuple[str, int, str]:
+    code = (f"import sys, importlib; importlib.import_module({name!r}); "
+            f"assert {name!r} == 'gpudl.cli' or 'gpudl.cli' not in sys.modules, 'imported gpudl.cli'")
+    env = {**os.environ, "GPUDL_DEVICE": "cpu"}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    return name, res.returncode, res.stderr[-1500:]
+
+
+@pytest.mark.slow
+def test_every_module_imports_alone_in_a_fresh_interpreter():
+    names = sorted(set(MODULES) - ENTRY_POINTS)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failed = [(name, err) for name, rc, err in pool.map(_import_alone, names) if rc != 0]
+    assert not failed, "\n\n".join(f"{name}:\n{err}" for name, err in failed)
