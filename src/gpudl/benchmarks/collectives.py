@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..bench import Table
 from ..collectives import cost, launch
 from ..collectives.measure import all_reduce_times, ddp_step_times, slowest
+from ..table import Table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

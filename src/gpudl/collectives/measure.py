@@ -1,7 +1,7 @@
 """Measuring collectives and data-parallel steps across ranks (workers of ``launch``).
 
 A collective needs every rank, so every rank must call it the same number of times: the
-timings here use ``gpudl.bench.time_cpu`` with a fixed number of runs (``min_runs ==
+timings here use ``gpudl.timing.time_cpu`` with a fixed number of runs (``min_runs ==
 max_runs``), never an adaptive one that could stop one rank before another. On a GPU each
 timed run ends with ``torch.cuda.synchronize()`` and repeats the operation ``inner`` times
 (chosen from the message size alone, so the same on every rank), so that the host's
@@ -22,7 +22,8 @@ from typing import Sequence
 import torch
 import torch.distributed as dist
 
-from ..bench import allow_tf32, time_cpu
+from ..bench import allow_tf32
+from ..timing import time_cpu
 from .data_parallel import GradientBuckets
 from .launch import worker_device
 from .ring import ring_all_reduce
