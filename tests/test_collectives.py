@@ -150,7 +150,8 @@ def _compare_collectives(rank: int, k: int, sizes, device: str = "cpu") -> list[
         x = torch.randint(-50, 50, (numel,), generator=gen).to(torch.float32).to(dev)   # exact sums
         xr = torch.randn(numel, generator=gen, dtype=torch.float64).to(dev)
         for name in ("broadcast", "reduce_scatter", "all_gather", "all_reduce"):
-            for chunks, src in ([(1, 0), (3, k - 1), (numel + 2, 1 % k)] if name == "broadcast" else [(None, 0)]):
+            more = numel + 2 if numel < 100 else 64          # more pieces than elements, where it is cheap
+            for chunks, src in ([(1, 0), (3, k - 1), (more, 1 % k)] if name == "broadcast" else [(None, 0)]):
                 mine, ref = x.clone(), x.clone()
                 with traffic() as seen:
                     if name == "broadcast":
