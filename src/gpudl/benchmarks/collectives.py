@@ -1,0 +1,143 @@
+"""All-reduce bus bandwidth vs message size (NCCL, hand-written ring); DDP step time with/without overlap.
+
+On a machine with k >= 2 GPUs (default: all visible), one process per GPU over NCCL:
+
+1. ``dist.all_reduce`` and ``gpudl.collectives.ring_all_reduce`` (the hand-written ring on
+   NCCL point-to-point) for messages from 1 KiB to 1 GiB: time per call (the slowest rank's
+   median), nccl-tests' algbw = N / t and busbw = algbw x 2 (k - 1) / k, beside the GPU's NVLink
+   bandwidth (one direction), which busbw approaches for large messages;
+2. an MLP's training step with DistributedDataParallel (bucket all-reduces overlapped with
+   backward), with the same buckets all-reduced after backward (no overlap), and without
+   communication; then DDP on 1 GPU and on k GPUs at the same per-GPU batch (weak scaling:
+   efficiency = t(1 GPU) / t(k GPUs)).
+
+``--quick``: the same on the CPU with gloo, 2 processes, 1 KiB to 1 MiB and a small MLP.
+Every process inherits the environment unchanged (set ``NCCL_NVLS_ENABLE=0`` and friends before
+running it where NVLink multicast must stay off).
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..collectives import cost, launch
+from ..collectives.measure import all_reduce_times, ddp_step_times, slowest
+from ..table import Table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all visible)")
+    parser.add_argument("--min-bytes", type=int, default=1 << 10, help="smallest message (default 1 KiB)")
+    parser.add_argument("--max-bytes", type=int, default=1 << 30, help="largest message (default 1 GiB)")
+    parser.add_argument("--width", type=int, default=4096, help="MLP width for the DDP step (default 4096)")
+    parser.add_argument("--layers", type=int, default=8, help="MLP layers (default 8)")
+    parser.add_argument("--batch", type=int, default=1024, help="examples per GPU per step (default 1024)")
+    parser.add_argument("--runs", type=int, default=10, help="timed runs per measurement (default 10)")
+
+
+def _sizes(lo: int, hi: int) -> list[int]:
+    sizes, n = [], lo
+    while n <= hi:
+        sizes.append(n)
+        n *= 4 if n < (1 << 20) else 2
+    return sizes
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} B"
+
+
+def run(args: argparse.Namespace) -> Table:
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if args.gpus and not 2 <= args.gpus <= gpus:
+        raise RuntimeError(f"--gpus {args.gpus}: NCCL needs 2 or more GPUs, one per process, and {gpus} are visible; "
+                           "`gpudl bench collectives --quick` runs on the CPU with gloo")
+    fallback = not args.quick and gpus < 2
+    if args.quick or fallback:
+        backend, k = "gloo", 2
+        sizes = _sizes(1 << 10, 1 << 20)
+        widths, batch, runs = (256,) * 4, 64, 5
+        device = "CPU (gloo)"
+    else:
+        k = args.gpus or gpus
+        backend = "nccl"
+        sizes = _sizes(args.min_bytes, args.max_bytes)
+        widths, batch, runs = (args.width,) * (args.layers + 1), args.batch, args.runs
+        device = f"{k} x {torch.cuda.get_device_name(0)} (NCCL)"
+    timeout = 600.0
+    torch_t = slowest(launch(all_reduce_times, k, sizes, "torch", runs, backend=backend, timeout=timeout, echo=False))
+    ring_t = slowest(launch(all_reduce_times, k, sizes, "ring", runs, backend=backend, timeout=timeout, echo=False))
+    nvlink = cost.nvlink_bandwidth(torch.cuda.get_device_name(0)) if backend == "nccl" else None
+    table = Table(f"All-reduce bus bandwidth and DDP step time on {device}")
+    for n, t, r in zip(sizes, torch_t, ring_t):
+        row = {"what": "all-reduce", "size": _fmt_bytes(n), "bytes": n,
+               "torch_us": t * 1e6, "torch_algbw_GBps": n / t / 1e9,
+               "torch_busbw_GBps": cost.bus_bandwidth("all_reduce", n, t, k) / 1e9,
+               "ring_us": r * 1e6, "ring_busbw_GBps": cost.bus_bandwidth("all_reduce", n, r, k) / 1e9}
+        if nvlink:
+            row["nvlink_GBps"] = nvlink / 1e9
+        table.rows.append(row)
+
+    modes = ("compute", "no_overlap", "ddp")
+    per_k = slowest(launch(ddp_step_times, k, widths, batch, modes, runs, backend=backend, timeout=timeout,
+                           echo=False, preload=("torch._dynamo",)))
+    one = slowest(launch(ddp_step_times, 1, widths, batch, ("ddp",), runs, backend=backend, timeout=timeout,
+                         echo=False, preload=("torch._dynamo",)))
+    params = sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+    for mode in modes:
+        table.rows.append({"what": f"step: {mode}", "size": f"{params * 4 / 2**20:.0f} MiB grads", "bytes": params * 4,
+                           f"ms ({k} ranks)": per_k[mode] * 1e3})
+    table.rows.append({"what": "step: ddp, 1 rank", "size": f"{params * 4 / 2**20:.0f} MiB grads",
+                       "bytes": params * 4, "ms (1 rank)": one["ddp"] * 1e3,
+                       "weak-scaling efficiency": one["ddp"] / per_k["ddp"]})
+    big = max(range(len(sizes)), key=lambda i: sizes[i])
+    table.notes += [
+        f"busbw = algbw x 2(k-1)/k with k = {k}; each time is the slowest rank's median of {runs} runs.",
+        f"largest message ({_fmt_bytes(sizes[big])}): dist.all_reduce ({backend}) "
+        f"{table.rows[big]['torch_busbw_GBps']:.3g} GB/s, hand-written ring {table.rows[big]['ring_busbw_GBps']:.3g} "
+        "GB/s busbw"
+        + (f"; NVLink {nvlink / 1e9:.0f} GB/s one way" if nvlink else ""),
+        f"DDP step ({len(widths) - 1}-layer MLP, width {widths[1]}, batch {batch} per rank): overlap "
+        f"{per_k['ddp'] * 1e3:.2f} ms, no overlap {per_k['no_overlap'] * 1e3:.2f} ms, no communication "
+        f"{per_k['compute'] * 1e3:.2f} ms; 1 rank {one['ddp'] * 1e3:.2f} ms: weak-scaling efficiency "
+        f"{one['ddp'] / per_k['ddp']:.2f} on {k} ranks",
+    ]
+    if fallback:
+        table.notes.insert(0, f"{gpus} GPU(s) visible: NCCL needs 2 or more, so this ran the --quick form (gloo).")
+    table.figures["collectives_busbw"] = _plot_busbw(sizes, table.rows[:len(sizes)], nvlink, device)
+    table.figures["collectives_ddp"] = _plot_ddp(per_k, one, k)
+    return table
+
+
+def _plot_busbw(sizes, rows, nvlink, device):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    ax.plot(sizes, [r["torch_busbw_GBps"] for r in rows], "o-", label="dist.all_reduce")
+    ax.plot(sizes, [r["ring_busbw_GBps"] for r in rows], "s-", label="hand-written ring (point-to-point)")
+    if nvlink:
+        ax.axhline(nvlink / 1e9, color="gray", ls="--", label=f"NVLink, one way ({nvlink / 1e9:.0f} GB/s)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.set_title(f"all-reduce on {device}")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def _plot_ddp(per_k, one, k):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
+    labels = ["no communication", "no overlap", "DDP (overlap)", "DDP, 1 rank"]
+    values = [per_k["compute"], per_k["no_overlap"], per_k["ddp"], one["ddp"]]
+    ax.barh(labels, [v * 1e3 for v in values])
+    ax.set_xlabel("ms per step")
+    ax.set_title(f"one training step, {k} ranks")
+    fig.tight_layout()
+    return fig
