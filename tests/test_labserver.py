@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpudl import labserver, pipeline
+from gpudl import submissions, labserver, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER_PLUGINS = ("formgrader", "create-assignment", "course-list", "assignment-list", "menu", "validate-assignment")
@@ -54,9 +54,9 @@ def test_the_kernel_language_info_is_what_ipykernel_reports():
 
 
 def test_names_from_ids():
-    assert labserver.split_name("ada-lovelace") == ("ada", "lovelace")
-    assert labserver.split_name("Grace_Brewster_Hopper") == ("Grace Brewster", "Hopper")
-    assert labserver.split_name("alice") == ("", "alice")
+    assert submissions.split_name("ada-lovelace") == ("ada", "lovelace")
+    assert submissions.split_name("Grace_Brewster_Hopper") == ("Grace Brewster", "Hopper")
+    assert submissions.split_name("alice") == ("", "alice")
 
 
 def test_labserver_imports_without_a_jupyter_server():

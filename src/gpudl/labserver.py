@@ -56,7 +56,7 @@ def write_config(dest: Path) -> Path:
     (server extensions) from every folder on JUPYTER_CONFIG_PATH, the first with the highest priority;
     nbgrader's Validate reads ``nbgrader_config.json`` from the same folders.
     """
-    from .pipeline import DEFAULT_CELL_TIMEOUT
+    from .nbgrader_setup import DEFAULT_CELL_TIMEOUT
 
     (dest / "labconfig").mkdir(parents=True, exist_ok=True)
     # Validate runs the whole notebook with nbgrader's executor: a cell gets the time `gpudl grade`
@@ -165,21 +165,14 @@ def serve_lab(root: Path | None = None, *, port: int | None = None, no_browser: 
         return serve(cmd, root, env)
 
 
-def split_name(student: str) -> tuple[str, str]:
-    """(first, last) from a student id: ``ada-lovelace`` -> (``ada``, ``lovelace``); ``alice`` -> ("", ``alice``)."""
-    parts = [p for p in student.replace("_", "-").replace(".", "-").split("-") if p]
-    if len(parts) < 2:
-        return "", student
-    return " ".join(parts[:-1]), parts[-1]
-
-
 def name_students(gradebook: Path) -> list[str]:
     """Give every student of ``gradebook`` with neither a first nor a last name one made from the id
     (the formgrader shows "None, None" otherwise); returns the ids it named. Names set by hand, in
     the formgrader's Manage Students page or by the grader, are kept."""
     from nbgrader.api import Gradebook
 
-    from .pipeline import COURSE_ID
+    from .nbgrader_setup import COURSE_ID
+    from .submissions import split_name
 
     named = []
     with Gradebook(f"sqlite:///{Path(gradebook).resolve()}", course_id=COURSE_ID) as gb:

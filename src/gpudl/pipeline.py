@@ -47,7 +47,8 @@ from typing import Any, Callable, Iterable
 import nbformat
 
 from . import notebooks
-from .submissions import Submission, find_submissions, inspect_submission, repair, review_flags  # noqa: F401
+from .submissions import (Submission, find_submissions, inspect_submission, repair, review_flags,  # noqa: F401
+                          split_name)
 
 from .nbgrader_setup import (COURSE_ID, DEFAULT_CELL_TIMEOUT, DEFAULT_STUDENT_TIMEOUT, IGNORE_STDERR,  # noqa: F401
                              SECRET_ENV, SECRET_FILE, SEED_ENV, configure_nbgrader)
@@ -228,8 +229,9 @@ def load_secret(root: Path | None, explicit: str | None = None, echo: Callable[[
     if not path.exists():
         path.write_text(secrets.token_hex(16) + "\n")
         path.chmod(0o600)
-        echo(f"created the grading secret {path} (mode 600, git-ignored): keep it and back it up. "
-             "Every student's hidden cases derive from it; regrading with another secret draws other cases.")
+        echo(f"created the grading secret {path} (mode 600, git-ignored). Keep it and back it up: every student's "
+             "hidden cases derive from it, grading again with another secret draws other cases, and anyone who has "
+             "it can know them in advance.")
     return path.read_text().strip()
 
 
@@ -523,7 +525,6 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
         if bar:
             bar.close()
 
-        from .labserver import split_name
         with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=COURSE_ID) as gb:
             for r in results:      # names for the formgrader: "Jane Doe" from Moodle, "ada-lovelace" from a folder
                 words = (r.name or "").split()

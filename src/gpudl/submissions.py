@@ -216,6 +216,14 @@ def find_submissions(path: str | Path, lab: str, *, workdir: Path | None = None,
     return found
 
 
+def split_name(student: str) -> tuple[str, str]:
+    """(first, last) from a student id: ``ada-lovelace`` -> (``ada``, ``lovelace``); ``alice`` -> ("", ``alice``)."""
+    parts = [p for p in student.replace("_", "-").replace(".", "-").split("-") if p]
+    if len(parts) < 2:
+        return "", student
+    return " ".join(parts[:-1]), parts[-1]
+
+
 _HIDDEN = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
 
 
@@ -369,5 +377,5 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
     return flags
 
 
-__all__ = ["Submission", "find_submissions", "inspect_submission", "repair", "review_flags", "student_id",
+__all__ = ["Submission", "find_submissions", "inspect_submission", "repair", "review_flags", "student_id", "split_name",
            "MAX_NOTEBOOK_BYTES"]

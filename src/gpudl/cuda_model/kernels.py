@@ -28,7 +28,7 @@ SUM_BLOCK = 128
 
 @cuda.jit
 def saxpy_kernel(a, x, y, out, n):
-    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    i = cuda.grid(1)           # numba's name for blockIdx.x * blockDim.x + threadIdx.x
     if i < n:
         out[i] = a * x[i] + y[i]
 
