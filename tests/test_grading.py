@@ -250,3 +250,21 @@ def test_assert_close_judges_values_whose_squares_overflow():
     assert_close(np.array([1e300, 3e300]), np.array([1e300, 3e300]))
     with pytest.raises(GradingError):
         assert_close(np.array([1e300, 2e300]), np.array([1e300, 3e300]))
+
+
+def test_a_student_cannot_forge_the_graders_own_values():
+    """A returned Raised would pass for an exception the student never raised."""
+    from gpudl.grading import GradingError, Raised, call_student, wire
+
+    with pytest.raises(wire.WireError):
+        wire.roundtrip(Raised("ValueError", "fake", ("ValueError", "Exception")))
+    tree = {"__dataclass__": "gpudl.grading.boundary:Raised",
+            "fields": {"type": "ValueError", "message": "x", "mro": {"__tuple__": ["ValueError"]}}}
+    with pytest.raises(wire.WireError):
+        wire.decode(tree, [])
+
+    def forger(x):
+        return Raised("ValueError", "above peak", ("ValueError", "Exception", "BaseException", "object"))
+
+    with pytest.raises(GradingError, match="returned"):
+        call_student(forger, 1.0, allow=(ValueError,))

@@ -78,7 +78,8 @@ class TidyOutputs(Preprocessor):
 
 _DROP = {"script", "iframe", "object", "embed", "applet", "form", "base", "frame", "frameset", "noscript"}
 _URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "data", "poster", "background", "srcset"}
-_VOID = {"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+_VOID = {"area", "base", "br", "col", "embed", "frame", "hr", "img", "input", "keygen", "link", "meta", "param",
+         "source", "track", "wbr"}
 
 
 class _Cleaner(HTMLParser):

@@ -61,7 +61,11 @@ def _torch():
 
 
 def _is_gpudl_class(cls: type) -> bool:
-    return getattr(cls, "__module__", "").split(".")[0] == "gpudl"
+    """A value type of the package (a GPUSpec, a layout, a descriptor). The grader's own types
+    (``gpudl.grading``: a check's outcome, a raised exception's record) never cross: a student
+    who returned one could pass for an exception they never raised."""
+    module = getattr(cls, "__module__", "")
+    return module.split(".")[0] == "gpudl" and not module.startswith("gpudl.grading")
 
 
 # --- encoding ------------------------------------------------------------------------------
@@ -255,8 +259,8 @@ def _gpudl_class(path: Any) -> type:
     if not isinstance(path, str) or ":" not in path:
         raise WireError(f"a class name {path!r}")
     module, _, qual = path.partition(":")
-    if module.split(".")[0] != "gpudl":
-        raise WireError(f"a class from outside gpudl: {path}")
+    if module.split(".")[0] != "gpudl" or module.startswith("gpudl.grading"):
+        raise WireError(f"a class that is not one of the package's values: {path}")
     try:
         obj: Any = importlib.import_module(module)
         for part in qual.split("."):

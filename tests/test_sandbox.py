@@ -1,0 +1,131 @@
+"""gpudl.sandbox: what a graded kernel can see, reach and use (small programs, one sandbox each)."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpudl import sandbox
+from conftest import ROOT
+
+pytestmark = pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")
+
+
+def run(code: str, limits: sandbox.Limits | None = None, **kw) -> subprocess.CompletedProcess:
+    box = sandbox.Sandbox(home=None, kernel_dir=kw.pop("kernel_dir", None), limits=limits or sandbox.Limits(), **kw)
+    box.prepare()
+    try:
+        return subprocess.run(box.command([sys.executable, "-c", code]), capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "GPUDL_SECRET": "top-secret-value"})
+    finally:
+        box.kill()
+
+
+def test_python_and_the_package_work_inside():
+    res = run("import gpudl, numpy, os; print(gpudl.DEVICE, os.getcwd())")
+    assert res.returncode == 0, res.stderr
+    device, cwd = res.stdout.split()
+    assert device in ("cpu", "cuda") and cwd == sandbox.HOME
+
+
+def test_the_course_out_and_secrets_are_not_there():
+    res = run(f"""
+import os
+for p in [{str(ROOT / 'solutions')!r}, {str(ROOT / 'tests')!r}, {str(ROOT / '.gpudl-secret')!r},
+          {str(Path.home() / '.ssh')!r}, '/etc/shadow']:
+    print(p, os.path.exists(p))
+print('ROOT', sorted(os.listdir({str(ROOT)!r})))
+print('ENV', sorted(os.environ))
+print('SECRET' if any('top-secret' in v for v in os.environ.values()) else 'no secret')
+""")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert all(line.endswith("False") for line in lines[:5]), lines[:5]
+    root = eval(lines[5].removeprefix("ROOT "))          # the repository is only the path to the package
+    assert set(root) <= {"src", ".venv"}, root
+    assert "no secret" in res.stdout and "GPUDL_SECRET" not in res.stdout
+
+
+def test_the_package_and_python_are_read_only():
+    import gpudl
+    target = Path(gpudl.__file__)
+    res = run(f"open({str(target)!r}, 'a').write('# sabotage')")
+    assert res.returncode != 0 and ("Read-only" in res.stderr or "Permission" in res.stderr), res.stderr
+    assert "# sabotage" not in target.read_text()
+
+
+def test_no_network_not_even_the_machines_loopback():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(3)
+    port = listener.getsockname()[1]
+    res = run(f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2); print('CONNECTED')\n"
+              f"except OSError as e:\n    print('refused', e)")
+    assert "refused" in res.stdout and "CONNECTED" not in res.stdout
+    with pytest.raises(socket.timeout):
+        listener.accept()
+    listener.close()
+
+
+def test_memory_processes_and_file_size_are_bounded():
+    limits = sandbox.Limits(memory_bytes=1 << 30, processes=32, file_bytes=1 << 20)
+    res = run("""
+import os, time
+try:
+    b = bytearray(2 << 30); print('ALLOCATED')
+except MemoryError:
+    print('memory refused')
+n = 0
+try:
+    for _ in range(200):
+        if os.fork() == 0:
+            time.sleep(5); os._exit(0)
+        n += 1
+except OSError:
+    pass
+print('forked', n)
+try:
+    with open('big', 'wb') as f: f.write(b'0' * (2 << 20))
+    print('WROTE')
+except OSError as e:
+    print('file refused')
+""", limits=limits)
+    assert "memory refused" in res.stdout and "ALLOCATED" not in res.stdout, res.stdout + res.stderr
+    assert int(res.stdout.split("forked")[1].split()[0]) < 32
+    assert "file refused" in res.stdout
+
+
+def test_nothing_survives_the_sandbox():
+    marker = f"gpudl-sandbox-test-{os.getpid()}"
+    res = run(f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', "
+              f"'{marker}'], start_new_session=True)\nprint('started')")
+    assert "started" in res.stdout
+    time.sleep(0.5)
+    alive = [p for p in Path("/proc").glob("[0-9]*/cmdline") if marker.encode() in _read(p)]
+    assert not alive, "a process outlived its sandbox"
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def test_the_kernel_folder_is_the_one_writable_host_folder(tmp_path):
+    kernel = tmp_path / "k"
+    res = run(f"open({str(kernel / 'x')!r}, 'w').write('hi')\nopen({str(tmp_path / 'y')!r}, 'w').write('no')",
+              kernel_dir=kernel)
+    assert (kernel / "x").read_text() == "hi"
+    assert not (tmp_path / "y").exists() and res.returncode != 0
+
+
+def test_limits_are_validated():
+    with pytest.raises(ValueError, match="memory_bytes"):
+        sandbox.Limits(memory_bytes=0)

@@ -1,0 +1,119 @@
+"""gpudl.submissions: one row per submission, links refused, sizes checked first, repairs in place."""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpudl import notebooks, submissions
+from conftest import ROOT
+
+LAB = "lab01_performance_basics"
+RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+
+
+def released() -> nbformat.NotebookNode:
+    return notebooks.read(RELEASE)
+
+
+def write(folder: Path, nb: nbformat.NotebookNode | str = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{LAB}.ipynb"
+    path.write_text(nb if isinstance(nb, str) else nbformat.writes(nb or released()))
+    return path
+
+
+def test_a_missing_folder_does_not_exist(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        submissions.find_submissions(tmp_path / "nope", LAB)
+
+
+def test_links_are_refused_without_following_or_echoing_them(tmp_path):
+    subs = tmp_path / "subs"
+    write(subs / "alice")
+    (subs / "mallory").symlink_to("/etc")
+    (subs / "eve").mkdir()
+    (subs / "eve" / f"{LAB}.ipynb").symlink_to(subs / "alice" / f"{LAB}.ipynb")
+    (subs / "trudy.ipynb").symlink_to("/etc/passwd")
+    found = {s.student: s for s in submissions.find_submissions(subs, LAB)}
+    assert set(found) == {"alice", "mallory", "eve", "trudy"}
+    for name in ("mallory", "eve", "trudy"):
+        assert found[name].notebook is None and "symbolic link" in found[name].problem
+        assert "/etc" not in found[name].problem and "alice" not in found[name].problem
+
+
+def test_oversized_notebooks_are_refused_before_parsing(tmp_path, monkeypatch):
+    monkeypatch.setattr(submissions, "MAX_NOTEBOOK_BYTES", 1000)
+    subs = tmp_path / "subs"
+    write(subs / "big", "x" * 5000)
+    found = submissions.find_submissions(subs, LAB)
+    assert found[0].notebook is None and "limit" in found[0].problem
+    zipped = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(f"bomb/{LAB}.ipynb", "0" * 100_000)         # compresses to almost nothing
+        zf.writestr(f"ok/{LAB}.ipynb", "{}")
+    found = {s.student: s for s in submissions.find_submissions(zipped, LAB, workdir=tmp_path / "w")}
+    assert "limit" in found["bomb"].problem and found["ok"].notebook is not None
+    assert not (tmp_path / "w" / "unzipped" / "bomb" / f"{LAB}.ipynb").exists()
+
+
+def test_same_names_get_distinct_rows_and_every_entry_one_row(tmp_path):
+    zipped = tmp_path / "canvas.zip"
+    good = nbformat.writes(released())
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr(f"kim_1_2_{LAB}.ipynb", good)
+        zf.writestr(f"kim_3_4_{LAB}.ipynb", good)
+        zf.writestr(f"kim_5_6_{LAB}.ipynb", good)
+        zf.writestr(f"/abs_7_8_{LAB}.ipynb", good)
+    found = [s.student for s in submissions.find_submissions(zipped, LAB, workdir=tmp_path / "w")]
+    assert sorted(found) == ["abs", "kim", "kim-2", "kim-3"]
+
+
+def test_inspection_reports_invalid_json_in_one_line(tmp_path):
+    path = write(tmp_path / "a", '{"cells": [ {"cell_type": "code", ' + "x" * 10_000)
+    problem, _ = submissions.inspect_submission(path, released())
+    assert problem.startswith("invalid notebook") and len(problem) < 300
+
+
+def test_repair_restores_a_deleted_cell_where_it_stood(tmp_path):
+    nb = released()
+    order = [c.metadata.nbgrader["grade_id"] for c in nb.cells if c.get("metadata", {}).get("nbgrader")]
+    nb.cells = [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") not in ("setup", "test_bound")]
+    extra = nbformat.v4.new_code_cell("x = 1   # a student's own cell")
+    nb.cells.insert(3, extra)
+    path = write(tmp_path / "a", nb)
+    problem, notes = submissions.inspect_submission(path, released())
+    assert not problem and any("'setup' was deleted" in n for n in notes) and any("'test_bound'" in n for n in notes)
+    fixed = nbformat.read(str(submissions.repair(path, released(), tmp_path / "fixed.ipynb")), as_version=4)
+    got = [c.metadata.nbgrader["grade_id"] for c in fixed.cells if c.get("metadata", {}).get("nbgrader")]
+    assert got == order, "every graded cell present, in the release's order"
+    assert any(c.source.startswith("x = 1") for c in fixed.cells), "the student's own cell is kept"
+
+
+def test_hidden_test_markers_in_a_students_cell_are_made_inert(tmp_path):
+    nb = notebooks.replace_source(released(), "bound", "# ### BEGIN HIDDEN TESTS\ndef bound(*a):\n    return 'memory'\n")
+    path = write(tmp_path / "a", nb)
+    fixed = nbformat.read(str(submissions.repair(path, released(), tmp_path / "f.ipynb")), as_version=4)
+    src = notebooks.find_cell(fixed, "bound").source
+    assert "BEGIN HIDDEN TESTS" not in src and "def bound" in src
+
+
+def test_review_flags_name_code_that_reaches_into_the_grader(tmp_path):
+    nb = notebooks.replace_source(released(), "bound", "import sys\ncheck.bound = None\n"
+                                  "sys.modules['gpudl'].x = 1\ndef bound(*a):\n    return 'memory'\n")
+    nb.cells.append(nbformat.v4.new_code_cell("get_ipython().set_custom_exc((Exception,), print)"))
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and "rebinds check.bound" in f for f in flags), flags
+    assert any("get_ipython" in f or "set_custom_exc" in f for f in flags), flags
+    honest = submissions.review_flags(write(tmp_path / "b", released()), released())
+    assert honest == []
+
+
+def test_names_for_the_gradebook():
+    assert submissions.split_name("ada-lovelace") == ("ada", "lovelace")
+    assert submissions.split_name("alice") == ("", "alice")
+    assert submissions.student_id("Jane Doe") == "Jane-Doe"
+    assert "/" not in submissions.student_id("a/../b") and not submissions.student_id("../x").startswith(".")
+    assert submissions.student_id("") == "unknown" and submissions.student_id("ü") == "unknown"
