@@ -5,7 +5,7 @@ from gpudl import hardware
 from gpudl.cuda_model import (bank_conflicts, column_indices, global_index, grid_size, idle_threads, load_efficiency,
                               occupancy, padded_width, resident_threads, strided_sectors, thread_count, waves)
 
-from . import Figure
+from figures import Figure
 
 _NSIGHT = occupancy("V100", 128, 17, 20)
 
