@@ -5,7 +5,7 @@ from gpudl import hardware
 from gpudl.cuda_model import (bank_conflicts, column_indices, global_index, grid_size, idle_threads, load_efficiency,
                               occupancy, padded_width, resident_threads, strided_sectors, thread_count, waves)
 
-from . import Figure
+from figures import Figure
 
 _NSIGHT = occupancy("V100", 128, 17, 20)
 
@@ -41,7 +41,6 @@ FIGURES = [
     Figure("Block slots: 32", 32, lambda ns: _NSIGHT.limits["blocks"]),
     Figure("The smallest, 16 blocks per SM, wins", 16, lambda ns: ns["nsight"].blocks_per_sm),
     Figure("usually 128 to 256", 128, None, why="the lecture's launch-configuration advice, quoted"),
-    Figure("run faster at a quarter of the occupancy", 0.25, None, why="Volkov's GTC 2010 talk, quoted"),
     Figure("launched 4,132 blocks at 16 blocks per SM on 80 SMs: 3.23 waves", 3.23,
            lambda ns: ns["nsight_waves"].waves, rtol=2e-3),
     Figure("are 75% used overall", 75, lambda ns: 100 * waves(12, 1, 8).efficiency),

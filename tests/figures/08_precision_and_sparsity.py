@@ -90,18 +90,18 @@ FIGURES = [
            "gpudl.hardware's datasheet peaks"),
     Figure("500 TF32, 1000 FP16", 500, None, why="the lecture's preliminary H100 table, as above"),
     # 6. TF32 and the split
-    Figure("about a thousand times less accurate", 1000, lambda ns: ns["tf32_vs_fp32"], rtol=0.5),
+    Figure("about 1,000 times less accurate", 1000, lambda ns: ns["tf32_vs_fp32"], rtol=0.5),
     Figure("Two BF16 pieces carry 16 significant bits", 16, lambda ns: 2 * BF16.precision),
     Figure("two TF32 (or FP16) pieces 22", 22, lambda ns: 2 * TF32.precision),
     Figure("close to FP32's 24", 24, lambda ns: FP32.precision),
     Figure("TF32 runs at 8x", 8, lambda ns: ns["tf32_x"], rtol=0.01),
-    Figure("take 3/8 of FP32's time", 3 / 8, lambda ns: 3 / ns["tf32_x"], rtol=0.01),
+    Figure("take 3/8 = 0.375 of FP32's time", 3 / 8, lambda ns: 3 / ns["tf32_x"], rtol=0.01),
     # 7. FP8
     Figure("With 3 mantissa bits", 3, lambda ns: FP8_E4M3.mantissa_bits),
     Figure("largest value of 448", 448, lambda ns: FP8_E4M3.max),
     # 8. mixed precision
     Figure("ends at 6.0e-8", 6.0e-8, lambda ns: FP16.min_subnormal, rtol=0.01),
-    Figure("start at $2^{16}$", 65536, lambda ns: mp.INIT_SCALE),
+    Figure("start at $2^{16} = 65536$", 65536, lambda ns: mp.INIT_SCALE),
     Figure("after 2000 clean steps in a row", 2000, lambda ns: mp.GROWTH_INTERVAL),
     Figure("instead of 2000", 2000, lambda ns: mp.GROWTH_INTERVAL),
     Figure("on average 72% of the gradient entries", 72, lambda ns: 100 * ns["zero_fp16"], rtol=0.05),
@@ -115,6 +115,6 @@ FIGURES = [
     Figure("and 62.5% of the", 62.5, lambda ns: ns["dense8"]),
     # 10. the benchmark, and the summary
     Figure("an 8192^3 matmul", 8192, lambda ns: _bench_size()),
-    Figure("(2^16, halve", 65536, lambda ns: mp.INIT_SCALE),
+    Figure("(2^16 = 65536, halve", 65536, lambda ns: mp.INIT_SCALE),
     Figure("after 2000 clean steps)", 2000, lambda ns: mp.GROWTH_INTERVAL),
 ]
