@@ -31,7 +31,8 @@ from ..cuda_model import memory
 from ..cuda_model.occupancy import occupancy as occupancy_of, waves
 from ..hardware import detect, device, get_spec, sm_limits
 
-STAIR_THREADS = 128
+STAIR_THREADS = 32               # one warp per block: four blocks per SM keep each scheduler busy with one
+                                  # dependent chain, so co-resident blocks do not slow each other
 STAIR_SHARED = 48 * 1024          # dynamic shared memory per block: few blocks per SM, latency-bound
 STRIDES = (1, 2, 4, 8, 16, 32)
 SWEEP_THREADS = (64, 96, 128, 192, 256, 384, 512, 768, 1024)

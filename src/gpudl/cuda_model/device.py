@@ -151,7 +151,8 @@ def kernel_script(kernel: Any, grid: Any, block: Any, args: Sequence[Any], folde
     np.savez(os.path.join(folder, "args.npz"), **arrays)
     with open(os.path.join(folder, "scalars.json"), "w") as f:
         json.dump(scalars, f)
-    lines = ["import json, math, os", "import numpy as np", "import numba", "from numba import cuda",
+    lines = ["import json, math, os", "import numpy as np", "import gpudl  # first: it prepares numba-cuda",
+             "import numba", "from numba import cuda",
              "# line numbers in the sanitizer's report (the simulator knows no such option)",
              "JIT = {} if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1' else {'lineinfo': True}",
              *consts, *devices, _decorated(fn),

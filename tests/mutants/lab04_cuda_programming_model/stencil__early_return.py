@@ -2,11 +2,12 @@
 # cell: stencil
 RADIUS = 3
 BLOCK = 64        # threads per block
+HALO_BLOCK = BLOCK + 2 * RADIUS
 
 
 @cuda.jit
 def stencil_kernel(x, out, n):
-    temp = cuda.shared.array(BLOCK + 2 * RADIUS, float32)
+    temp = cuda.shared.array(HALO_BLOCK, float32)
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i >= n:
         return
