@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -34,7 +33,10 @@ def warm() -> None:
 
     sqlalchemy.orm.configure_mappers()
     from . import grading
-    for info in pkgutil.iter_modules(grading.__path__):
+    # On a GPU machine the lab modules stay unimported here: importing one may start CUDA (a spec
+    # read from the device), and a CUDA started before the fork is lost to every student's process.
+    labs = [] if torch.cuda.is_available() else list(pkgutil.iter_modules(grading.__path__))
+    for info in labs:
         if info.name.startswith("lab"):
             try:
                 importlib.import_module(f"gpudl.grading.{info.name}")
@@ -54,8 +56,8 @@ def warm() -> None:
         feedback.sanitize_html(body)
     except Exception:  # noqa: BLE001 - only a warm-up
         pass
-    with tempfile.TemporaryDirectory():
-        pass
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        raise RuntimeError("CUDA was started in the server students' processes fork from: they could not use it")
 
 
 warm()

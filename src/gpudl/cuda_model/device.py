@@ -203,7 +203,9 @@ def sanitize(kernel: Any, grid: Any, block: Any, args: Sequence[Any],
                 errors = max(errors, int(hazards.group(1)))
             lines = [ln for ln in text.splitlines() if ln.startswith("=========") and "SUMMARY" not in ln]
             excerpt = "\n".join(lines[:12]) if errors else (text.strip().splitlines() or [""])[-1]
-            results.append(SanitizerResult(tool, errors, excerpt, ran=m is not None or out.returncode == 0))
+            # 99 is --error-exitcode: the tool ran and found errors (racecheck prints no "ERROR SUMMARY")
+            ran = m is not None or hazards is not None or out.returncode in (0, 99)
+            results.append(SanitizerResult(tool, errors, excerpt, ran=ran))
     return results
 
 
