@@ -265,6 +265,9 @@ def _context() -> Any:
     """Processes for students, forked from a server that has imported nbgrader, torch and gpudl."""
     global _CONTEXT
     if _CONTEXT is None:
+        # torch.cuda.is_available() starts the CUDA driver, and a process forked after that cannot use
+        # CUDA; asked through NVML it does not (the server forks every student's process).
+        os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["gpudl.autograde_server"])
         _CONTEXT = ctx
