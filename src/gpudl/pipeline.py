@@ -507,7 +507,7 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                             seed=student_seed(secret, lab, sub.student), cell_timeout=cell_timeout,
                             student_timeout=student_timeout, extra_env=extra_env, sandbox=sandbox, limits=limits,
                             outputs=outputs, expected=expected, feedback=feedback,
-                            gpu_slot=(slot % gpus) if gpus else None, root=root)
+                            gpu_slot=(slot % gpus) if gpus and jobs > 1 else None, root=root)
                         r.gradebook = db
                     except Exception as exc:  # noqa: BLE001 - one broken submission must not stop the others
                         r = StudentResult(sub.student, False, reason=f"grading failed: {exc}")
