@@ -262,7 +262,8 @@ def autograde_one(job: Job) -> dict[str, Any]:
     sockets = Path(tempfile.mkdtemp(prefix="gpudl-"))
     kernel_dir = sockets / "k"
     sock = sockets / "checker.sock"
-    checker = CheckerServer(sock, job.seed, call_timeout=job.cell_timeout + 30, device=job.device)
+    # Tensors come back to the checker on the device they were on in the kernel, as in a local check.
+    checker = CheckerServer(sock, job.seed, call_timeout=job.cell_timeout + 30)
     sandbox = None
     if job.sandbox:
         sandbox = Sandbox(home=None, kernel_dir=kernel_dir, limits=Limits(**job.limits), checker_socket=sock,
