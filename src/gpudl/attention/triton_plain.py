@@ -25,29 +25,63 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+def _torch_dtypes() -> tuple:
+    try:
+        import torch
+    except ImportError:
+        return ()
+    return (torch.float16, torch.bfloat16, torch.float32)
+
+
+_DTYPES = _torch_dtypes()
+
+
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcasting of batch shapes, in plain Python (``torch.broadcast_shapes`` goes
+    through symbolic-shape machinery: tens of microseconds a call)."""
+    if shapes[0] == shapes[1] == shapes[2]:
+        return tuple(shapes[0])
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for dims in zip(*((1,) * (ndim - len(s)) + tuple(s) for s in shapes)):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise ValueError(f"batch shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
 def _prepare(q: Any, k: Any, v: Any, what: str):
-    """Check torch q, k, v and view them as (Z, L, d) with a unit stride on d."""
+    """Check torch q, k, v and view them as (Z, L, d) with a unit stride on d.
+
+    Runs on every call, so it stays cheap (a few microseconds): plain comparisons, and a view
+    (no copy) wherever the batch dims can be merged; only broadcast or oddly strided inputs
+    are copied.
+    """
     import torch
 
-    if not all(isinstance(t, torch.Tensor) for t in (q, k, v)):
+    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)):
         raise TypeError(f"{what} takes torch tensors (..., L, d); got {[type(t).__name__ for t in (q, k, v)]}")
     _check_qkv(q, k, v)
     if v.shape[-1] != q.shape[-1]:
         raise ValueError(f"{what} needs v's head dimension to equal q's: q {tuple(q.shape)}, v {tuple(v.shape)}")
-    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in _DTYPES:
         raise TypeError(f"q, k, v must share one of float16, bfloat16, float32; got {q.dtype}, {k.dtype}, {v.dtype}")
-    if not (q.device == k.device == v.device):
+    device = q.device
+    if not (device == k.device == v.device):
         raise ValueError(f"q, k, v are on different devices: {q.device}, {k.device}, {v.device}")
-    if q.device.type != "cuda" and not _interpreting():
+    if device.type != "cuda" and not _interpreting():
         raise ValueError("Triton compiles kernels for the GPU: move q, k, v to 'cuda' "
                          "(or set TRITON_INTERPRET=1 before importing gpudl to run in the interpreter)")
     d = q.shape[-1]
     if d > 256:
         raise ValueError(f"head dimension {d} > 256 does not fit the kernel's tiles")
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    batch = _broadcast(q.shape[:-2], k.shape[:-2], v.shape[:-2])
 
     def flat(t):
-        t = t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])      # (Z, L, d)
+        if tuple(t.shape[:-2]) != batch:
+            t = t.expand(*batch, *t.shape[-2:])
+        t = t.reshape(-1, *t.shape[-2:])                                   # (Z, L, d): a view when it can be
         return t if t.stride(-1) == 1 else t.contiguous()
 
     return flat(q), flat(k), flat(v), batch

@@ -55,6 +55,20 @@ def _winograd_matrices(like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, 
                  for m in (WINOGRAD_BT, WINOGRAD_G, WINOGRAD_AT))
 
 
+_KRON: dict[tuple[torch.dtype, torch.device], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+
+def _transform_matrices(dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``B^T kron B^T`` (16, 16), ``G kron G`` (16, 9) and ``A^T kron A^T`` (4, 16), made once per
+    dtype and device: building them on every call would copy from the host each time, and a
+    copy from pageable host memory waits for the GPU to finish its queue."""
+    found = _KRON.get((dtype, device))
+    if found is None:
+        bt, gm, at = (torch.tensor(m, dtype=dtype) for m in (WINOGRAD_BT, WINOGRAD_G, WINOGRAD_AT))
+        found = _KRON[(dtype, device)] = tuple(torch.kron(m, m).to(device) for m in (bt, gm, at))
+    return found
+
+
 @reference
 def winograd_1d(d: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     """F(2, 3): the two outputs ``y[i] = d[i]*g[0] + d[i+1]*g[1] + d[i+2]*g[2]`` (i = 0, 1) of a
@@ -68,8 +82,7 @@ def winograd_1d(d: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
 def _filter_transform(w: torch.Tensor, g: _Geometry, ct: torch.dtype) -> torch.Tensor:
     """U = G g G^T for all K x C' filters: ``(G kron G) (16, 9) @ w (9, K*C')`` -> (16, G, K', C')."""
-    gm = _winograd_matrices(w.new_empty(0, dtype=ct))[1]
-    gg = torch.kron(gm, gm)                                                   # (16, 9)
+    gg = _transform_matrices(ct, w.device)[1]                                 # (16, 9)
     return (gg @ w.to(ct).reshape(g.k * g.cg, 9).T).view(16, g.groups, g.kg, g.cg)
 
 
@@ -77,20 +90,20 @@ def _input_transform_gemm(x: torch.Tensor, g: _Geometry, ph: int, pw: int, tp: i
                           ct: torch.dtype) -> torch.Tensor:
     """V = B^T d B for every tile: gather the overlapping 4x4 tiles as a (16, C*T) matrix (one
     copy of a strided view), then ``(B^T kron B^T) (16, 16) @ tiles`` -> (16, G, C', T)."""
-    bt = _winograd_matrices(x.new_empty(0, dtype=ct))[0]
+    btbt = _transform_matrices(ct, x.device)[0]                               # (16, 16)
     # zero padding, plus a row/column more when P or Q is odd so that the last tile is whole
     xp = _padded(x.to(ct), ph, pw, 2 * tp + 2 - (g.h + 2 * ph), 2 * tq + 2 - (g.w + 2 * pw))
     sn, sc, sh, sw = xp.stride()
     tiles = xp.as_strided((4, 4, g.c, g.n, tp, tq), (sh, sw, sc, sn, 2 * sh, 2 * sw))    # a view
     d = tiles.reshape(16, g.c * g.n * tp * tq)                                # the one copy
-    return (torch.kron(bt, bt) @ d).view(16, g.groups, g.cg, g.n * tp * tq)
+    return (btbt @ d).view(16, g.groups, g.cg, g.n * tp * tq)
 
 
 def _output_transform_gemm(m: torch.Tensor, g: _Geometry, tp: int, tq: int, like: torch.Tensor) -> torch.Tensor:
     """Y = A^T M A for every tile: ``(A^T kron A^T) (4, 16) @ M (16, K*T)``, then each tile's
     2x2 outputs copied to their place, cropped to P x Q, in ``like``'s dtype and format."""
-    at = _winograd_matrices(m)[2]
-    y4 = (torch.kron(at, at) @ m.reshape(16, -1)).view(2, 2, g.k, g.n, tp, tq)
+    atat = _transform_matrices(m.dtype, m.device)[2]                          # (4, 16)
+    y4 = (atat @ m.reshape(16, -1)).view(2, 2, g.k, g.n, tp, tq)
     y = _empty_like_format(like, (g.n, g.k, g.p, g.q))
     full = y if (2 * tp, 2 * tq) == (g.p, g.q) else y.new_empty(g.n, g.k, 2 * tp, 2 * tq)
     full.view(g.n, g.k, tp, 2, tq, 2).permute(3, 5, 1, 0, 2, 4).copy_(y4)       # (a, b, k, n, tp, tq)
