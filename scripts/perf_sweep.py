@@ -142,8 +142,6 @@ def prime_jobs2():
     for dt in GEMM_DTYPES:
         for c in set(GK.TRITON_CONFIGS) | set(GEMM_TMA2) | set(GEMM_PTR2):
             jobs.append(("gemm-pkg", c, dt))
-        for c in GEMM_TMAP[:1]:
-            jobs.append(("gemm-tmap", c, dt))
     jobs.append(("conv", None, None))
     return jobs
 
@@ -421,8 +419,6 @@ def gemm2_section():
             rows = []
             cands = [(f"pkg {cf.label} w{cf.num_warps} s{cf.num_stages} g{cf.group_m}",
                       (lambda cf=cf: GK._launch(cf, a, b, c, "tf32"))) for cf in GEMM_TMA2 + GEMM_PTR2]
-            cands += [(f"dev-desc {cfg_label(cf)}", (lambda cf=cf: PK.launch_tma_persistent(a, b, c, cf)))
-                      for cf in GEMM_TMAP[:1]]
             for label, fn in cands:
                 try:
                     c.fill_(float("nan"))

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..references import reference
 from .reference import _default_scale
-from .triton_plain import _block_d, _interpreting, _launch_args, _prepare, _require_triton, triton
+from .._launch import Relauncher
+from .triton_plain import _block_d, _interpreting, _launch_args, _prepare_strides, _require_triton, triton
 
 LOG2_E = 1.4426950408889634        # exp(x) = exp2(x * log2(e))
 
@@ -126,6 +127,13 @@ def _even(n: int, block: int, head_dim: int, block_d: int) -> bool:
 
 # (length bucket, d, causal, dtype, device) -> the autotuner's choice, as launch keywords
 _CHOSEN: dict[tuple, dict[str, Any]] = {}
+_RELAUNCH = Relauncher(_attention_tuned_fwd) if triton is not None else None
+
+
+def _chosen_label(lq: int, lk: int, d: int, causal: bool, dtype: Any, device: int) -> str:
+    """The autotuner's choice for such a call, e.g. "128x64 w8 s3" ("" before the first call)."""
+    c = _CHOSEN.get((1 << (max(lq, lk) - 1).bit_length(), d, bool(causal), dtype, device))
+    return f"{c['BLOCK_M']}x{c['BLOCK_N']} w{c['num_warps']} s{c['num_stages']}" if c else ""
 
 
 
@@ -147,17 +155,17 @@ def flash_attention_triton(q: Any, k: Any, v: Any, causal: bool = False, scale: 
     with the configuration it chose, past the autotuner's and the heuristics' Python layers.
     """
     _require_triton()
-    qf, kf, vf, batch = _prepare(q, k, v, "flash_attention_triton")
+    qa, ka, va, batch, z, strides = _prepare_strides(q, k, v, "flash_attention_triton")
     import torch
 
-    z, lq, d = qf.shape
-    lk = kf.shape[1]
+    lq, d = qa.shape[-2], qa.shape[-1]
+    lk = ka.shape[-2]
     out = torch.empty((*batch, lq, d), dtype=q.dtype, device=q.device)
     key = 1 << (max(lq, lk) - 1).bit_length()            # tune once per power-of-two length bucket
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
-    args = (*_launch_args(qf, kf, vf, out.view(z, lq, d)), lq, lk, key, _default_scale(d, scale) * LOG2_E)
+    args = (*_launch_args(qa, ka, va, out, strides), lq, lk, key, _default_scale(d, scale) * LOG2_E)
     bd, causal = _block_d(d), bool(causal)
-    tag = (key, d, causal, q.dtype, q.device)
+    tag = (key, d, causal, q.dtype, q.get_device())
     chosen = _CHOSEN.get(tag)
     if chosen is None:                                    # first call for this tag: autotune (and run)
         attention_tuned_kernel[lambda meta: (triton.cdiv(lq, meta["BLOCK_M"]), z)](
@@ -165,7 +173,7 @@ def flash_attention_triton(q: Any, k: Any, v: Any, causal: bool = False, scale: 
         _CHOSEN[tag] = attention_tuned_kernel.best_config.all_kwargs()
         return out
     bm, bn = chosen["BLOCK_M"], chosen["BLOCK_N"]
-    _attention_tuned_fwd[(triton.cdiv(lq, bm), z)](
-        *args, HEAD_DIM=d, BLOCK_D=bd, CAUSAL=causal, PRECISION=precision,
-        EVEN_M=_even(lq, bm, d, bd), EVEN_N=_even(lk, bn, d, bd), **chosen)
+    even_m, even_n = _even(lq, bm, d, bd), _even(lk, bn, d, bd)
+    _RELAUNCH.launch((-(-lq // bm), z), args, dict(HEAD_DIM=d, BLOCK_D=bd, CAUSAL=causal, PRECISION=precision,
+                                                   EVEN_M=even_m, EVEN_N=even_n, **chosen), (tag, even_m, even_n))
     return out

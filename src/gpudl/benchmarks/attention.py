@@ -17,6 +17,7 @@ from .. import hardware
 from ..attention import (attention_flops, attention_workspace_bytes, flash_attention, flash_attention_triton,
                          flash_attention_triton_plain, naive_attention_torch, peak_traced_bytes,
                          scaled_dot_product_attention)
+from ..attention import triton_tuned
 from ..table import Table
 from ..timing import check_plausible, time_cpu, time_cuda
 
@@ -174,7 +175,9 @@ def _bench_gpu(args: argparse.Namespace) -> Table:
                 series[(name, causal)].append((n, rate / 1e12))
                 if (name, causal) in ratios:
                     ratios[(name, causal)].append((n, vs))
-                table.rows.append({"L": n, "causal": causal, "method": name, "ms": best[name] * 1e3,
+                config = triton_tuned._chosen_label(n, n, d, causal, dtype, torch.cuda.current_device()) \
+                    if name == "flash_attention_triton" else ""
+                table.rows.append({"L": n, "causal": causal, "method": name, "config": config, "ms": best[name] * 1e3,
                                    "TFLOP/s": rate / 1e12, "vs SDPA": vs,
                                    "% of peak": 100 * rate / peak if peak else None,
                                    "extra GiB": extra / 2**30, "max |err| vs SDPA": err})

@@ -6,7 +6,9 @@ way Hopper GPUs (H100, H200) run it fastest: *persistent* (one program per multi
 each walking the output tiles in the grouped order) and fed by the *tensor memory accelerator*
 (TMA: a tile is one bulk copy described by a tensor descriptor, not BLOCK_M x BLOCK_K address
 computations), for FP16/BF16 matrices with a unit stride along rows on GPUs of compute
-capability 9.0 or later. On a GPU ``matmul_triton`` autotunes over ``TRITON_CONFIGS`` (the
+capability 9.0 or later. Both launch through ``gpudl._launch`` (a compiled kernel is launched
+again without the JIT's per-call work: at 1024^3 the host's time per call is longer than the
+kernel's). On a GPU ``matmul_triton`` autotunes over ``TRITON_CONFIGS`` (the
 configurations of both kernels that can run the call); in Triton's interpreter (a CPU) it
 runs ``INTERPRETER_CONFIG``.
 
@@ -24,14 +26,11 @@ import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-try:
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:             # an older Triton: no TMA kernel, the tutorial kernel serves every call
-    TensorDescriptor = None
 
 import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
 import triton.language as tl
 
+from .._launch import Relauncher, ensure_tma_allocator
 from ..bench import gemm_flops       # 2 M N K: Unit 02's count, for TFLOP/s
 from ..references import reference
 
@@ -94,24 +93,27 @@ def _grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def matmul_kernel_tma(a_desc, b_desc, c_desc, M, N, K,
+def matmul_kernel_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, OUT_BF16: tl.constexpr):
+                      GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
     """C = A @ B, persistent, with TMA: program p computes tiles p, p + NUM_SMS, p + 2 NUM_SMS, ...
 
         for each tile (m, n) of this program, in the grouped order:
             acc = zeros(BLOCK_M, BLOCK_N) in FP32
             for k in range(0, K, BLOCK_K):          # num_stages TMA copies in flight
-                acc += a_desc[m, k] @ b_desc[k, n]  # tiles past the edges arrive as zeros
-            c_desc[m, n] = acc                      # the TMA store drops what lies past the edges
+                acc += A[m, k] @ B[k, n]            # tiles past the edges arrive as zeros
+            C[m, n] = acc                           # the TMA store drops what lies past the edges
 
     One launch of NUM_SMS programs instead of one program per tile: no tail of programs
-    waiting for a multiprocessor, and each program's prologue and epilogue are paid once.
+    waiting for a multiprocessor, and each program's prologue is paid once. The tensor
+    descriptors (shape, strides, tile shape: what a TMA copy needs) are made on the device.
     """
-    dtype = tl.bfloat16 if OUT_BF16 else tl.float16
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
     for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS):
         pid_m, pid_n = _grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -119,7 +121,7 @@ def matmul_kernel_tma(a_desc, b_desc, c_desc, M, N, K,
             a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])
             b = b_desc.load([ki * BLOCK_K, pid_n * BLOCK_N])
             acc = tl.dot(a, b, acc)
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(dtype))
+        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_ptr.dtype.element_ty))
 
 
 @dataclass(frozen=True)
@@ -170,11 +172,13 @@ TRITON_CONFIGS = (
     TritonConfig(64, 64, 64, 8, num_warps=4, num_stages=4),
     TritonConfig(64, 64, 32, 8, num_warps=2, num_stages=5),
     TritonConfig(128, 256, 64, 8, num_warps=8, num_stages=3, tma=True),
+    TritonConfig(128, 256, 64, 4, num_warps=8, num_stages=3, tma=True),
     TritonConfig(256, 128, 64, 8, num_warps=8, num_stages=3, tma=True),
     TritonConfig(128, 128, 64, 8, num_warps=8, num_stages=4, tma=True),
-    TritonConfig(128, 128, 64, 8, num_warps=4, num_stages=4, tma=True),
     TritonConfig(128, 64, 64, 8, num_warps=4, num_stages=4, tma=True),
+    TritonConfig(128, 64, 64, 8, num_warps=4, num_stages=5, tma=True),
     TritonConfig(64, 128, 64, 8, num_warps=4, num_stages=4, tma=True),
+    TritonConfig(64, 128, 64, 8, num_warps=4, num_stages=5, tma=True),
 )
 # In the interpreter every program runs one after another in Python: few, large tiles are fastest.
 INTERPRETER_CONFIG = TritonConfig(32, 32, 32, 4, num_warps=4, num_stages=1)
@@ -195,16 +199,17 @@ def _input_precision(dtype: Any) -> str:
     return "tf32"
 
 
-_SMS: dict[Any, tuple[int, bool]] = {}      # device -> (multiprocessors, has TMA)
+_SMS: dict[int, tuple[int, bool]] = {}      # device index -> (multiprocessors, has TMA)
 
 
-def _device_facts(device: Any) -> tuple[int, bool]:
+def _device_facts(device: int) -> tuple[int, bool]:
     facts = _SMS.get(device)
     if facts is None:
         import torch
 
         props = torch.cuda.get_device_properties(device)
-        facts = _SMS[device] = (props.multi_processor_count, props.major >= 9 and TensorDescriptor is not None)
+        facts = _SMS[device] = (props.multi_processor_count,
+                                props.major >= 9 and hasattr(tl, "make_tensor_descriptor"))
     return facts
 
 
@@ -213,32 +218,32 @@ def _tma_ok(a: Any, b: Any, out: Any) -> bool:
     9.0+), 16-bit data, each matrix's rows with a unit stride, 16-byte aligned rows and bases."""
     import torch
 
-    if not a.is_cuda or a.dtype not in (torch.float16, torch.bfloat16) or not _device_facts(a.device)[1]:
+    if not a.is_cuda or a.dtype not in (torch.float16, torch.bfloat16) or not _device_facts(a.get_device())[1]:
         return False
     return all(t.stride(1) == 1 and t.stride(0) % 8 == 0 and t.stride(0) >= t.shape[1] and t.data_ptr() % 16 == 0
                for t in (a, b, out))
 
 
+_PLAIN = Relauncher(matmul_kernel)
+_TMA = Relauncher(matmul_kernel_tma)
+
+
 def _launch(cfg: TritonConfig, a: Any, b: Any, out: Any, precision: str) -> None:
     M, K = a.shape
     N = b.shape[1]
-    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
+    tiles = -(-M // cfg.block_m) * -(-N // cfg.block_n)
+    meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+                num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     if cfg.tma:
-        import torch
-
-        sms = _device_facts(a.device)[0]
-        bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
-        matmul_kernel_tma[(min(sms, tiles),)](
-            TensorDescriptor(a, [M, K], [a.stride(0), 1], [bm, bk]),
-            TensorDescriptor(b, [K, N], [b.stride(0), 1], [bk, bn]),
-            TensorDescriptor(out, [M, N], [out.stride(0), 1], [bm, bn]), M, N, K,
-            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=cfg.group_m, NUM_SMS=sms,
-            OUT_BF16=out.dtype == torch.bfloat16, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        device = a.get_device()
+        sms = _device_facts(device)[0]
+        ensure_tma_allocator()
+        _TMA.launch((min(sms, tiles),), (a, b, out, M, N, K, a.stride(0), b.stride(0), out.stride(0)),
+                    dict(meta, NUM_SMS=sms), (cfg, device))
         return
-    matmul_kernel[(tiles,)](a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                            out.stride(0), out.stride(1), BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n,
-                            BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, INPUT_PRECISION=precision,
-                            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    _PLAIN.launch((tiles,), (a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                             out.stride(0), out.stride(1)),
+                  dict(meta, INPUT_PRECISION=precision), (cfg, precision, a.get_device()))
 
 
 class _Autotuner:
@@ -254,7 +259,7 @@ class _Autotuner:
     def run(self, a: Any, b: Any, out: Any, precision: str) -> None:
         M, K = a.shape
         tma = _tma_ok(a, b, out)
-        key = (M, b.shape[1], K, a.dtype, tma, a.device, precision)
+        key = (M, b.shape[1], K, a.dtype, tma, a.get_device(), precision)
         cfg = self.cache.get(key)
         if cfg is None:
             cfg = self.cache[key] = self._tune(a, b, out, precision, tma)
