@@ -78,6 +78,7 @@ class Relauncher:
         self.constexprs = [p.name for p in params[first:]]
 
     def launch(self, grid: tuple, args: tuple, meta: dict[str, Any], tag: Any) -> None:
+        global RELAUNCH
         if not RELAUNCH:
             self.jit[grid](*args, **meta)
             return
@@ -89,7 +90,12 @@ class Relauncher:
                 self.kernels[key] = (kernel, tuple(meta[name] for name in self.constexprs))
             return
         kernel, constexprs = found
-        kernel[grid](*args, *constexprs)
+        try:
+            kernel[grid](*args, *constexprs)
+        except (TypeError, AttributeError, ValueError):     # a Triton whose compiled kernels launch otherwise
+            RELAUNCH = False
+            self.kernels.clear()
+            self.jit[grid](*args, **meta)
 
 
 _SCRATCH: dict[tuple, Any] = {}
