@@ -20,7 +20,7 @@ echo "### python3 -m gpudl bench attention   (at $(( $(date +%s) - t0 )) s)"
 timeout $(( 400 - ($(date +%s) - t0) )) python3 -m gpudl bench attention 2>&1 | tee $OUT/attn.log | \
   grep -v "naive\|torch SDPA" | cut -c1-150
 echo "### sweep gemm2   (at $(( $(date +%s) - t0 )) s)"
-PERF_BUDGET=$(( 455 - ($(date +%s) - t0) )) python3 scripts/perf_sweep.py run gemm2 2>&1 > $OUT/gemm2.log
+PERF_BUDGET=$(( 455 - ($(date +%s) - t0) )) python3 scripts/perf_sweep.py run gemm2 > $OUT/gemm2.log 2>&1
 grep -A4 "cuBLAS do_bench\|autotuned ->" $OUT/gemm2.log | grep "cuBLAS\|autotuned\|pkg" | head -24 | cut -c1-150
 echo "### GPU tests   (at $(( $(date +%s) - t0 )) s)"
 timeout $(( 530 - ($(date +%s) - t0) )) python3 -m pytest -p no:xdist -p no:cacheprovider -m gpu -q \
