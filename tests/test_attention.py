@@ -370,6 +370,24 @@ def test_tuned_triton_on_gpu_at_scale(n, d, causal, dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (the fast relaunch runs compiled kernels)")
+@pytest.mark.parametrize("causal", [False, True])
+def test_tuned_triton_relaunch_matches_the_first_launch(causal):
+    # the first call autotunes and launches through the JIT; later calls relaunch the compiled kernel
+    # directly: same bits, and a misaligned view (another specialization) still right
+    q, k, v = (torch.randn(2, 3, 200, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+    first = A.flash_attention_triton(q, k, v, causal=causal)
+    for _ in range(2):
+        assert torch.equal(A.flash_attention_triton(q, k, v, causal=causal), first)
+    big = torch.randn(2, 3, 201 * 64 + 1, device="cuda", dtype=torch.float16)
+    odd = big[..., 1:].view(2, 3, 201, 64)[:, :, :200]           # 2-byte offset: not 16-byte aligned
+    odd.copy_(q)
+    expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    assert_close(first, expected, dtype="fp16", k=64)
+    assert_close(A.flash_attention_triton(odd, k, v, causal=causal), expected, dtype="fp16", k=64)
+
+
+@pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 def test_naive_attention_torch_on_gpu():
     q, k, v = (torch.randn(2, 4, 300, 64, device="cuda") for _ in range(3))     # FP32; matmul TF32 is off by default

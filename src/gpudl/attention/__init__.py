@@ -43,8 +43,8 @@ The package, one module per idea, in reading order:
 ``attention.triton_plain``  a readable Triton forward, one loop, every mask: ``attention_plain_kernel``,
                             ``flash_attention_triton_plain``
 ``attention.triton_tuned``  the tuned Triton forward (exp2 with log2(e) in the scale, autotuned
-                            tiles, causal split into off-diagonal and diagonal blocks):
-                            ``LOG2_E``, ``attention_tuned_kernel``, ``flash_attention_triton``
+                            tiles, causal split into off-diagonal and diagonal blocks, little host
+                            work per call): ``LOG2_E``, ``attention_tuned_kernel``, ``flash_attention_triton``
 ``attention.costs``         what it costs: ``attention_flops``, ``multihead_self_attention_flops``,
                             ``multihead_self_attention_params``, ``transformer_block_params``,
                             ``transformer_params``, ``ModelSize``, ``MODEL_SIZES``,

@@ -25,32 +25,102 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-def _prepare(q: Any, k: Any, v: Any, what: str):
-    """Check torch q, k, v and view them as (Z, L, d) with a unit stride on d."""
-    import torch
+try:
+    import torch as _torch
+    _Tensor = _torch.Tensor
+    _DTYPES = (_torch.float16, _torch.bfloat16, _torch.float32)
+except ImportError:                     # the NumPy half works without torch
+    _Tensor, _DTYPES = (), ()
 
-    if not all(isinstance(t, torch.Tensor) for t in (q, k, v)):
+
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcasting of batch shapes, in plain Python (``torch.broadcast_shapes`` goes
+    through symbolic-shape machinery: tens of microseconds a call)."""
+    if shapes[0] == shapes[1] == shapes[2]:
+        return tuple(shapes[0])
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for dims in zip(*((1,) * (ndim - len(s)) + tuple(s) for s in shapes)):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise ValueError(f"batch shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _prepare(q: Any, k: Any, v: Any, what: str):
+    """Check torch q, k, v and view them as (Z, L, d) with a unit stride on d.
+
+    Runs on every call, so it stays cheap (a few microseconds): plain comparisons, and a view
+    (no copy) wherever the batch dims can be merged; only broadcast or oddly strided inputs
+    are copied.
+    """
+    _prepare_checks(q, k, v, what)
+    batch = _broadcast(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+
+    def flat(t):
+        if tuple(t.shape[:-2]) != batch:
+            t = t.expand(*batch, *t.shape[-2:])
+        t = t.reshape(-1, *t.shape[-2:])                                   # (Z, L, d): a view when it can be
+        return t if t.stride(-1) == 1 else t.contiguous()
+
+    return flat(q), flat(k), flat(v), batch
+
+
+def _prepare_checks(q: Any, k: Any, v: Any, what: str) -> None:
+    if not (isinstance(q, _Tensor) and isinstance(k, _Tensor) and isinstance(v, _Tensor)):
         raise TypeError(f"{what} takes torch tensors (..., L, d); got {[type(t).__name__ for t in (q, k, v)]}")
     _check_qkv(q, k, v)
     if v.shape[-1] != q.shape[-1]:
         raise ValueError(f"{what} needs v's head dimension to equal q's: q {tuple(q.shape)}, v {tuple(v.shape)}")
-    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in _DTYPES:
         raise TypeError(f"q, k, v must share one of float16, bfloat16, float32; got {q.dtype}, {k.dtype}, {v.dtype}")
-    if not (q.device == k.device == v.device):
+    device = q.device
+    if not (device == k.device == v.device):
         raise ValueError(f"q, k, v are on different devices: {q.device}, {k.device}, {v.device}")
-    if q.device.type != "cuda" and not _interpreting():
+    if device.type != "cuda" and not _interpreting():
         raise ValueError("Triton compiles kernels for the GPU: move q, k, v to 'cuda' "
                          "(or set TRITON_INTERPRET=1 before importing gpudl to run in the interpreter)")
-    d = q.shape[-1]
-    if d > 256:
-        raise ValueError(f"head dimension {d} > 256 does not fit the kernel's tiles")
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if q.shape[-1] > 256:
+        raise ValueError(f"head dimension {q.shape[-1]} > 256 does not fit the kernel's tiles")
 
-    def flat(t):
-        t = t.expand(*batch, *t.shape[-2:]).reshape(-1, *t.shape[-2:])      # (Z, L, d)
-        return t if t.stride(-1) == 1 else t.contiguous()
 
-    return flat(q), flat(k), flat(v), batch
+def _zl_strides(t: Any) -> tuple[int, int] | None:
+    """(stride from one (batch, head) entry to the next, stride from row to row) of ``t``
+    (..., L, d) read as (Z, L, d), when its batch dims merge into one without a copy."""
+    shape, stride = t.shape, t.stride()
+    if stride[-1] != 1:
+        return None
+    z_stride, expect = 0, None
+    for i in range(len(shape) - 3, -1, -1):            # batch dims, innermost first
+        if shape[i] == 1:
+            continue
+        if expect is not None and stride[i] != expect:
+            return None
+        if expect is None:
+            z_stride = stride[i]
+        expect = stride[i] * shape[i]
+    return z_stride, stride[-2]
+
+
+def _prepare_strides(q: Any, k: Any, v: Any, what: str):
+    """``_prepare`` without views where none is needed: (q, k, v, batch, z, their (Z, L) strides).
+
+    Same-shaped inputs whose batch dims merge are passed to the kernel as they are, with
+    their strides worked out here; anything else (broadcast batch dims, a head dim that is not
+    contiguous) goes through ``_prepare``'s views and copies.
+    """
+    if (isinstance(q, _Tensor) and isinstance(k, _Tensor) and isinstance(v, _Tensor) and q.dim() >= 2
+            and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and q.dtype == k.dtype == v.dtype):
+        strides = (_zl_strides(q), _zl_strides(k), _zl_strides(v))
+        if None not in strides:
+            _prepare_checks(q, k, v, what)
+            z = 1
+            for n in q.shape[:-2]:
+                z *= n
+            return q, k, v, tuple(q.shape[:-2]), z, strides
+    qf, kf, vf, batch = _prepare(q, k, v, what)
+    return qf, kf, vf, batch, qf.shape[0], tuple((t.stride(0), t.stride(1)) for t in (qf, kf, vf))
 
 
 if triton is not None:
@@ -98,9 +168,13 @@ def _require_triton() -> None:
         raise ImportError("the Triton kernels need the triton package (pip install triton)")
 
 
-def _launch_args(q, k, v, out):
-    return (q, k, v, out, q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
-            out.stride(0), out.stride(1))
+def _launch_args(q, k, v, out, strides=None):
+    """The kernels' leading arguments: q, k, v, out and their (Z, L) strides (``strides`` for q,
+    k, v from ``_prepare_strides``; without it, from 3-D tensors). ``out`` is contiguous."""
+    (sqz, sql), (skz, skl), (svz, svl) = strides or ((q.stride(0), q.stride(1)), (k.stride(0), k.stride(1)),
+                                                     (v.stride(0), v.stride(1)))
+    lq, d = out.shape[-2], out.shape[-1]
+    return q, k, v, out, sqz, sql, skz, skl, svz, svl, lq * d, d
 
 
 def _block_d(d: int) -> int:
@@ -117,15 +191,13 @@ def flash_attention_triton_plain(q: Any, k: Any, v: Any, causal: bool = False, s
     interpreter and 64 on a GPU. FP32 inputs use TF32 tensor cores on a GPU (Triton's default).
     """
     _require_triton()
-    qf, kf, vf, batch = _prepare(q, k, v, "flash_attention_triton_plain")
-    import torch
-
-    z, lq, d = qf.shape
-    lk = kf.shape[1]
+    qa, ka, va, batch, z, strides = _prepare_strides(q, k, v, "flash_attention_triton_plain")
+    lq, d = qa.shape[-2], qa.shape[-1]
+    lk = ka.shape[-2]
     bm = block_m or (16 if _interpreting() else 64)
     bn = block_n or (16 if _interpreting() else 64)
-    out = torch.empty((z, lq, d), dtype=q.dtype, device=q.device)
-    grid = (triton.cdiv(lq, bm), z)
-    attention_plain_kernel[grid](*_launch_args(qf, kf, vf, out), lq, lk, _default_scale(d, scale),
+    out = _torch.empty((*batch, lq, d), dtype=q.dtype, device=q.device)
+    grid = (-(-lq // bm), z)
+    attention_plain_kernel[grid](*_launch_args(qa, ka, va, out, strides), lq, lk, _default_scale(d, scale),
                                  HEAD_DIM=d, BLOCK_D=_block_d(d), BLOCK_M=bm, BLOCK_N=bn, CAUSAL=bool(causal))
-    return out.reshape(*batch, lq, d)
+    return out

@@ -94,6 +94,11 @@ def _run(args: argparse.Namespace, cuda: bool) -> Table:
                            "workspace MiB": None, "GFLOP/s": flops / m.median / 1e9, f"x {baseline}": m.median / base})
     table.notes.append(f"times: the best of the rounds' medians ({'CUDA events, L2 flushed' if cuda else 'perf_counter'}); "
                        "our algorithms run with DEFAULT_MATH (matmul TF32 off: true FP32)")
+    ours = [p.algo.value for p in sorted(best.values(), key=lambda perf: perf.time) if math.isfinite(p.time)]
+    if cuda and args.r == 3:
+        lecture = [name for name, _ in sorted(SEED_GV100_3X3.items(), key=lambda kv: kv[1][0]) if name in ours]
+        table.notes.append(f"find's order here: {' < '.join(ours)}; the lecture's GV100 order of the same algorithms: "
+                           f"{' < '.join(lecture)} ({'the same' if ours == lecture else 'different'})")
     if cuda:
         table.notes.append("seed columns: seed 001's Quadro GV100 table (read as N=1, C=K=128, 128x128: then its GEMM "
                            "workspace of 72 MB is exactly one lowered image). cuDNN's own workspace is not visible "

@@ -24,12 +24,12 @@ The package, one module per idea, in reading order:
                         modelled); ``cpu_cache_bytes`` (this CPU's caches, to choose a block)
 ``gemm.batched``        ``gemm_batched_loop``, ``gemm_batched``, ``gemm_batched_outer``: many small
                         GEMMs, one call each, one batched call, and written out
-``gemm.triton_kernel``  ``matmul_kernel``, ``TritonConfig``, ``TRITON_CONFIGS``,
+``gemm.triton_kernel``  ``matmul_kernel``, ``matmul_kernel_tma``, ``TritonConfig``, ``TRITON_CONFIGS``,
                         ``INTERPRETER_CONFIG``, ``matmul_triton``, ``best_triton_config``: the tiled
                         Triton kernel (Triton tutorial 03: tiles, masks, strides, grouped launch
-                        order, FP32 accumulation), autotuned on a GPU, run by the interpreter on a
-                        CPU; ``triton_vs_torch``, ``triton_block_sweep``: its TFLOP/s next to
-                        torch.matmul, on a GPU
+                        order, FP32 accumulation) and its persistent TMA form for Hopper, autotuned
+                        on a GPU, run by the interpreter on a CPU; ``triton_vs_torch``,
+                        ``triton_block_sweep``: its TFLOP/s next to torch.matmul, on a GPU
 
 Every public name is re-exported here (``from gpudl import gemm; gemm.gemm_blocked(...)``), and
 ``gemm_flops`` (2 M N K, ``gpudl.bench``'s). ``gpudl bench gemm`` is ``gpudl.benchmarks.gemm``.
@@ -43,12 +43,13 @@ from .traffic import (CacheStats, Trace, blocked_trace, blocked_traffic, computa
                       loop_trace, lru_capacity_for_block, naive_traffic, optimal_block, simulate_traffic,
                       traffic_table)
 from .triton_kernel import (INTERPRETER_CONFIG, TRITON_CONFIGS, TritonConfig, best_triton_config, matmul_kernel,
-                            matmul_triton, triton_block_sweep, triton_vs_torch)
+                            matmul_kernel_tma, matmul_triton, triton_block_sweep, triton_vs_torch)
 from .triton_kernel import _autotuned  # noqa: F401 - lab03's guard blocks the autotuned kernel too
 
 __all__ = ["gemm_flops", "gemm_reference", "LOOP_ORDERS", "gemm_loops", "gemm_outer", "gemm_blocked",
            "naive_traffic", "blocked_traffic", "computational_intensity", "optimal_block", "Trace", "loop_trace",
            "blocked_trace", "CacheStats", "simulate_traffic", "lru_capacity_for_block", "traffic_table",
            "cpu_cache_bytes", "gemm_batched_loop", "gemm_batched", "gemm_batched_outer", "matmul_kernel",
+           "matmul_kernel_tma",
            "TritonConfig", "TRITON_CONFIGS", "INTERPRETER_CONFIG", "matmul_triton", "best_triton_config",
            "triton_vs_torch", "triton_block_sweep"]

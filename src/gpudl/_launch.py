@@ -1,0 +1,129 @@
+"""Launching Triton kernels with little host time (private helpers of the tuned kernels).
+
+A launch from Python (``kernel[grid](...)``) binds and specializes every argument, looks the
+compiled kernel up in a cache keyed by all of that and checks the kernel's globals before the
+driver call: 20-30 us on the machines the course measures on, as long as a 1024^3 GEMM or
+a batch of attention at L = 512 runs on an H100. When the host spends longer per call than the
+GPU, the GPU idles between kernels, and the kernel's speed no longer matters.
+
+``Relauncher`` keeps each compiled kernel the JIT returns, under a key that holds everything
+Triton specializes a kernel on (dtypes, 16-byte alignment of pointers, integers' divisibility
+by 16, equality to 1 and width, plus the constexprs and options), and launches it again
+directly. It is used only with Triton versions whose compiled kernels take the bound
+arguments in signature order (3.3 to 3.x, read in Triton's source); elsewhere it goes through
+the JIT every time. ``_scratch`` gives device-side tensor descriptors (TMA) their global
+scratch from a per-stream buffer instead of a new allocation each launch
+(``ensure_tma_allocator`` installs it; it replaces any allocator set before in that thread).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Callable
+
+
+def _version_ok() -> bool:
+    try:
+        import triton
+    except ImportError:
+        return False
+    try:
+        major, minor = (int(x) for x in triton.__version__.split(".")[:2])
+    except ValueError:
+        return False
+    interpreting = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    return (3, 3) <= (major, minor) < (4, 0) and not interpreting and os.environ.get("GPUDL_TRITON_RELAUNCH",
+                                                                                        "1") != "0"
+
+
+RELAUNCH = _version_ok()
+
+
+def _spec(args: tuple) -> tuple:
+    """What Triton specializes a kernel on, for each runtime argument (a superset, to be safe)."""
+    import torch
+
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append((a.dtype, a.data_ptr() % 16 == 0))
+        elif isinstance(a, bool):
+            out.append(("b", a))
+        elif isinstance(a, int):
+            out.append((a % 16 == 0, a == 1, -2**31 <= a < 2**31))
+        elif isinstance(a, float):
+            out.append("f")
+        else:
+            out.append(type(a))
+    return tuple(out)
+
+
+class Relauncher:
+    """``launch(grid, args, meta, tag)``: ``jit[grid](*args, **meta)``, the first time through the
+    JIT, later directly on the compiled kernel it returned. ``args`` are the runtime arguments
+    in signature order; ``meta`` every constexpr (by name) and launch option; ``tag`` a hashable
+    that identifies ``meta`` (and the device)."""
+
+    def __init__(self, jit: Any) -> None:
+        self.jit = jit
+        self.kernels: dict[tuple, tuple[Any, tuple]] = {}
+        self.n_runtime, self.constexprs = -1, []
+        if not RELAUNCH:                  # the interpreter, or a Triton whose launch convention is unknown
+            return
+        params = list(jit.params)
+        first = next((i for i, p in enumerate(params) if p.is_constexpr), len(params))
+        if any(not p.is_constexpr for p in params[first:]):
+            raise ValueError(f"{jit.__name__}: constexpr parameters must come last for Relauncher")
+        self.n_runtime = first
+        self.constexprs = [p.name for p in params[first:]]
+
+    def launch(self, grid: tuple, args: tuple, meta: dict[str, Any], tag: Any) -> None:
+        global RELAUNCH
+        if not RELAUNCH:
+            self.jit[grid](*args, **meta)
+            return
+        key = (tag, _spec(args))
+        found = self.kernels.get(key)
+        if found is None:
+            kernel = self.jit[grid](*args, **meta)
+            if len(args) == self.n_runtime and all(name in meta for name in self.constexprs):
+                self.kernels[key] = (kernel, tuple(meta[name] for name in self.constexprs))
+            return
+        kernel, constexprs = found
+        try:
+            kernel[(*grid, 1, 1)[:3]](*args, *constexprs)      # a compiled kernel's runner reads grid[0..2]
+        except Exception:       # noqa: BLE001 - a Triton whose compiled kernels launch otherwise: use the JIT
+            RELAUNCH = False
+            self.kernels.clear()
+            self.jit[grid](*args, **meta)
+
+
+_SCRATCH: dict[tuple, Any] = {}
+
+
+def _scratch(size: int, alignment: int, stream: Any) -> Any:
+    """Global scratch for a launch: one buffer per (size, stream, device), reused (launches on one
+    stream run one after another). Not cached while a CUDA graph is being captured."""
+    import torch
+
+    if torch.cuda.is_current_stream_capturing():
+        return torch.empty(size, device="cuda", dtype=torch.int8)
+    key = (size, stream, torch.cuda.current_device())
+    buf = _SCRATCH.get(key)
+    if buf is None:
+        buf = _SCRATCH[key] = torch.empty(size, device="cuda", dtype=torch.int8)
+    return buf
+
+
+_ALLOCATOR_SET = threading.local()
+
+
+def ensure_tma_allocator() -> None:
+    """Device-side tensor descriptors (TMA) need global scratch memory from an allocator that
+    Triton calls at launch: set ours (``triton.set_allocator``; Triton keeps one per thread)
+    the first time a thread launches such a kernel."""
+    if not getattr(_ALLOCATOR_SET, "done", False):
+        import triton
+
+        triton.set_allocator(_scratch)
+        _ALLOCATOR_SET.done = True
