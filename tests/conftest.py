@@ -116,7 +116,8 @@ class LabCourse:
             nbformat.write(nb, str(path))
         result, _db = pipeline.autograde_student(
             self.lab, student, path, self.base_gradebook, self.workdir / "students",
-            seed=pipeline.student_seed(SECRET, self.lab, student), sandbox=SANDBOX)
+            seed=pipeline.student_seed(SECRET, self.lab, student), sandbox=SANDBOX,
+            extra_env={"GPUDL_KEEP_STDERR": "1"})
         graded = nbformat.read(str(result.autograded), as_version=4) if result.autograded else None
         return result, graded
 

@@ -447,13 +447,15 @@ def _launch_triton_matmul(fn: Callable, a: Any, b: Any, tiles: tuple[int, int, i
 
 
 class _no_package_kernel:
-    """Launching ``gpudl.gemm.matmul_kernel`` (however imported) raises while a student's kernel runs."""
+    """Launching the package's kernels (``gpudl.gemm.matmul_kernel``, the tuned and TMA ones), however
+    imported, raises while a student's kernel runs."""
 
     def __enter__(self):
         def blocked(*_a, **_k):
             raise GradingError("your code launches gpudl.gemm.matmul_kernel, the package's kernel: write your own")
 
-        self.saved = [(kern, kern.__dict__.get("run")) for kern in (gemm.matmul_kernel, gemm._autotuned)]
+        kernels = [gemm.matmul_kernel, gemm._autotuned, getattr(gemm, "matmul_kernel_tma", None)]
+        self.saved = [(kern, kern.__dict__.get("run")) for kern in kernels if kern is not None]
         for kern, _ in self.saved:
             kern.run = blocked          # an instance attribute: found before the class's method
         return self
