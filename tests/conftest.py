@@ -92,6 +92,29 @@ def all_mutants() -> list[Mutant]:
     return [parse_mutant(p) for p in sorted(MUTANTS.glob("*/*.py"))]
 
 
+def student_copy(lab: str) -> nbformat.NotebookNode:
+    """What a good student hands in: the release with every solution cell filled in."""
+    release = notebooks.read(ROOT / "labs" / lab / f"{lab}.ipynb")
+    solution = notebooks.read(ROOT / "solutions" / lab / f"{lab}.ipynb")
+    for cell in release.cells:
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        if nbg.get("solution"):
+            cell.source = notebooks.find_cell(solution, nbg["grade_id"]).source
+    return release
+
+
+def stop_process_group(proc) -> None:
+    """SIGTERM a server's process group, SIGKILL it if it lingers."""
+    import signal
+    import subprocess
+
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def lab_names() -> list[str]:
     return pipeline.lab_names(ROOT)
 

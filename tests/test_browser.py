@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+from conftest import stop_process_group
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -103,11 +104,7 @@ def served(tmp_path_factory, chromium):
                 time.sleep(0.5)
         yield base, token, handout, tmp
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
         log.close()
 
 

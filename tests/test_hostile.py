@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -30,6 +28,7 @@ import pytest
 
 from gpudl import notebooks, pipeline, sandbox
 from conftest import ROOT, SECRET
+from conftest import student_copy as conftest_student_copy
 
 LAB = "lab01_performance_basics"
 SOLUTION = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
@@ -43,12 +42,7 @@ pytestmark = [pytest.mark.slow,
 
 
 def student_copy() -> nbformat.NotebookNode:
-    release, solution = notebooks.read(RELEASE), notebooks.read(SOLUTION)
-    for cell in release.cells:
-        nbg = cell.get("metadata", {}).get("nbgrader", {})
-        if nbg.get("solution"):
-            cell.source = notebooks.find_cell(solution, nbg["grade_id"]).source
-    return release
+    return conftest_student_copy(LAB)
 
 
 def wrong_copy() -> nbformat.NotebookNode:

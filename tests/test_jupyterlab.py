@@ -8,7 +8,6 @@ import json
 import os
 import platform
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import nbgrader
 import pytest
+
+from conftest import stop_process_group
 
 from gpudl import labserver
 
@@ -64,11 +65,7 @@ def serving(cmd: list[str], cwd: Path, home: Path, port: int, token: str):
             pytest.fail("JupyterLab did not answer within 120 s")
         yield base
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 
 from gpudl import notebooks, pipeline
 from conftest import ROOT, SECRET
+from conftest import student_copy as conftest_student_copy
 
 LAB = "lab01_performance_basics"
 SOLUTION = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
@@ -21,13 +22,7 @@ pytestmark = pytest.mark.slow
 
 
 def student_copy() -> nbformat.NotebookNode:
-    """What a good student hands in: the release with every solution cell filled in."""
-    release, solution = notebooks.read(RELEASE), notebooks.read(SOLUTION)
-    for cell in release.cells:
-        nbg = cell.get("metadata", {}).get("nbgrader", {})
-        if nbg.get("solution"):
-            cell.source = notebooks.find_cell(solution, nbg["grade_id"]).source
-    return release
+    return conftest_student_copy(LAB)
 
 
 def write(nb, folder: Path, name: str = f"{LAB}.ipynb") -> None:

@@ -250,7 +250,6 @@ def autograde_one(job: Job) -> dict[str, Any]:
     ``{"status": "graded"|"error", "reason", "seconds", "verdicts", "checker_errors"}``."""
     import logging
     from nbgrader.converters import Autograde
-    from nbgrader.converters.base import NbGraderException
     from nbgrader.coursedir import CourseDirectory
 
     start = time.monotonic()

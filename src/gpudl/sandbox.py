@@ -80,19 +80,24 @@ os.execv(cmd[0], cmd)
 """
 
 
-def _own_process_count() -> int:
-    uid = os.getuid()
-    count = 0
+def _processes() -> list[tuple[int, int]]:
+    """(pid, real uid) of every process this machine shows."""
+    found = []
     for status in glob.glob("/proc/[0-9]*/status"):
         try:
             with open(status) as fh:
                 for line in fh:
                     if line.startswith("Uid:"):
-                        count += int(line.split()[1]) == uid
+                        found.append((int(status.split("/")[2]), int(line.split()[1])))
                         break
-        except OSError:
+        except (OSError, ValueError):
             continue
-    return count
+    return found
+
+
+def _own_process_count() -> int:
+    uid = os.getuid()
+    return sum(1 for _, u in _processes() if u == uid)
 
 
 def _python_paths() -> list[str]:
@@ -146,16 +151,7 @@ def available() -> tuple[bool, str]:
 
 def _pick_uid() -> int:
     """A user id no process uses, for one sandbox (only when the grader runs as root)."""
-    used = set()
-    for status in glob.glob("/proc/[0-9]*/status"):
-        try:
-            with open(status) as fh:
-                for line in fh:
-                    if line.startswith("Uid:"):
-                        used.add(int(line.split()[1]))
-                        break
-        except OSError:
-            continue
+    used = {u for _, u in _processes()}
     while True:
         uid = 200_000 + secrets.randbelow(800_000)
         if uid not in used:
@@ -167,20 +163,14 @@ def kill_uid(uid: int) -> int:
     returns how many were signalled."""
     killed = 0
     for _ in range(5):          # a fork bomb refills between scans
-        found = 0
-        for status in glob.glob("/proc/[0-9]*/status"):
+        mine = [pid for pid, u in _processes() if u == uid]
+        for pid in mine:
             try:
-                with open(status) as fh:
-                    for line in fh:
-                        if line.startswith("Uid:"):
-                            if int(line.split()[1]) == uid:
-                                os.kill(int(status.split("/")[2]), signal.SIGKILL)
-                                found += 1
-                            break
-            except (OSError, ValueError):
-                continue
-        killed += found
-        if not found:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        killed += len(mine)
+        if not mine:
             break
     return killed
 

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import bench, hardware
-from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, check_choice, draw,
+from . import (Case, GradingError, assert_close, assert_equal, check_cases, check_choice, draw,
                exercise, quiet, ratio_hint, rng, run_student, student_side)
 from .boundary import AxesSnapshot
 
