@@ -43,8 +43,8 @@ FIGURES = [
     Figure("about 133,000 worst-case terms", 133_000, lambda ns: ns["products_to_overflow"], rtol=0.01),
     Figure("multiplying row 7 of the first layer by 256", 256, lambda ns: ns["FACTOR"]),
     # tuning and batching
-    Figure("from 0.26 ms for Winograd", 0.26, lambda ns: conv.SEED_GV100_3X3["WINOGRAD"][0]),
-    Figure("to 45 ms for FFT", 45, lambda ns: conv.SEED_GV100_3X3["FFT"][0], rtol=0.01),
+    Figure("from 0.26 ms for Winograd", 0.26, lambda ns: conv.LECTURE_GV100_3X3["WINOGRAD"][0]),
+    Figure("to 45 ms for FFT", 45, lambda ns: conv.LECTURE_GV100_3X3["FFT"][0], rtol=0.01),
     Figure("a frame is out 33 ms after it arrives", 33, lambda ns: tuning.latency_at(30, 1) * 1e3, rtol=0.02),
     Figure("at 2 frames per batch 67 ms", 67, lambda ns: tuning.latency_at(30, 2) * 1e3, rtol=0.01),
 ]

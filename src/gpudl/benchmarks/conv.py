@@ -13,7 +13,7 @@ import math
 import torch
 
 from .. import layout
-from ..conv import SEED_GV100_3X3, Algo, AlgoPerf, ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
+from ..conv import LECTURE_GV100_3X3, Algo, AlgoPerf, ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
 from ..conv import conv_flops, find_algorithms
 from ..table import Table
 from ..timing import Measurement, measure
@@ -85,7 +85,7 @@ def _run(args: argparse.Namespace, cuda: bool) -> Table:
                "median ms": perf.time_ms if ran else None, "workspace MiB": perf.memory / 2**20,
                "GFLOP/s": flops / perf.time / 1e9 if ran else None,
                f"x {baseline}": perf.time / base if ran else None}
-        seed = SEED_GV100_3X3.get(perf.algo.value)
+        seed = LECTURE_GV100_3X3.get(perf.algo.value)
         if cuda and seed and args.r == 3:
             row["seed GV100 ms"], row["seed GV100 MB"] = seed
         table.rows.append(row)
@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace, cuda: bool) -> Table:
                        "our algorithms run with DEFAULT_MATH (matmul TF32 off: true FP32)")
     ours = [p.algo.value for p in sorted(best.values(), key=lambda perf: perf.time) if math.isfinite(p.time)]
     if cuda and args.r == 3:
-        lecture = [name for name, _ in sorted(SEED_GV100_3X3.items(), key=lambda kv: kv[1][0]) if name in ours]
+        lecture = [name for name, _ in sorted(LECTURE_GV100_3X3.items(), key=lambda kv: kv[1][0]) if name in ours]
         table.notes.append(f"find's order here: {' < '.join(ours)}; the lecture's GV100 order of the same algorithms: "
                            f"{' < '.join(lecture)} ({'the same' if ours == lecture else 'different'})")
     if cuda:

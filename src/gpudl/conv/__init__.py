@@ -48,7 +48,7 @@ The package, one module per idea, in reading order:
 ``conv.winograd``       ``WINOGRAD_BT``, ``WINOGRAD_G``, ``WINOGRAD_AT``, ``winograd_1d``,
                         ``conv_winograd``
 ``conv.algorithms``     ``ALGORITHMS``, ``workspace_size``, ``conv_forward``
-``conv.find``           ``AlgoPerf``, ``DEFAULT_FIND``, ``find_algorithms``, ``SEED_GV100_3X3``
+``conv.find``           ``AlgoPerf``, ``DEFAULT_FIND``, ``find_algorithms``, ``LECTURE_GV100_3X3``
 ``conv.backward``       ``BACKWARD_ALGOS``, ``conv_backward_data``, ``conv_backward_filter``,
                         ``forward``, ``backward``
 
@@ -63,7 +63,7 @@ from .descriptors import (Algo, ConvError, ConvolutionDescriptor, FilterDescript
                           Status, TensorDescriptor, conv_flops, output_dims, output_size, supported)
 from .direct import conv_direct
 from .fft import conv_fft
-from .find import DEFAULT_FIND, SEED_GV100_3X3, AlgoPerf, find_algorithms
+from .find import DEFAULT_FIND, LECTURE_GV100_3X3, SEED_GV100_3X3, AlgoPerf, find_algorithms
 from .im2col import col2im, conv_im2col, im2col
 from .implicit_gemm import conv_implicit_gemm
 from .winograd import WINOGRAD_AT, WINOGRAD_BT, WINOGRAD_G, conv_winograd, winograd_1d
@@ -72,5 +72,5 @@ __all__ = ["Mode", "Algo", "Status", "MathType", "ConvError", "NotSupportedError
            "FilterDescriptor", "ConvolutionDescriptor", "output_size", "output_dims", "conv_flops", "supported",
            "conv_direct", "im2col", "col2im", "conv_im2col", "conv_implicit_gemm", "conv_fft", "WINOGRAD_BT",
            "WINOGRAD_G", "WINOGRAD_AT", "winograd_1d", "conv_winograd", "ALGORITHMS", "workspace_size",
-           "conv_forward", "AlgoPerf", "DEFAULT_FIND", "find_algorithms", "SEED_GV100_3X3", "BACKWARD_ALGOS",
+           "conv_forward", "AlgoPerf", "DEFAULT_FIND", "find_algorithms", "LECTURE_GV100_3X3", "SEED_GV100_3X3", "BACKWARD_ALGOS",
            "conv_backward_data", "conv_backward_filter", "forward", "backward"]

@@ -1,6 +1,7 @@
 """``find_algorithms``: run every candidate algorithm, time it, rank (``cudnnFindConvolutionForwardAlgorithm``).
 
-Public names, in order: ``AlgoPerf``, ``DEFAULT_FIND``, ``find_algorithms``, ``SEED_GV100_3X3``.
+Public names, in order: ``AlgoPerf``, ``DEFAULT_FIND``, ``find_algorithms``, ``LECTURE_GV100_3X3``
+(``SEED_GV100_3X3``: the same, by its old name).
 """
 from __future__ import annotations
 
@@ -77,7 +78,8 @@ def find_algorithms(x: torch.Tensor, w: torch.Tensor, conv_desc: ConvolutionDesc
 
 
 
-# Seed 001's table: 128x128x128x128 FP32 NCHW on a Quadro GV100, 3x3 filters (ms, MB).
-SEED_GV100_3X3 = {"GEMM": (0.76, 72), "IMPLICIT_GEMM": (0.62, 0), "IMPLICIT_PRECOMP_GEMM": (0.47, 0.01),
+# The lecture's table ("Accelerating AI"): 128x128x128x128 FP32 NCHW on a Quadro GV100, 3x3 filters (ms, MB).
+LECTURE_GV100_3X3 = {"GEMM": (0.76, 72), "IMPLICIT_GEMM": (0.62, 0), "IMPLICIT_PRECOMP_GEMM": (0.47, 0.01),
                   "FFT": (45.3, 8322), "FFT_TILING": (3.69, 70), "WINOGRAD": (0.26, 1.56),
                   "WINOGRAD_NONFUSED": (2.73, 578)}
+SEED_GV100_3X3 = LECTURE_GV100_3X3          # its old name
