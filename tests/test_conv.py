@@ -159,6 +159,43 @@ def test_every_algorithm_matches_torch(problem):
         _check(conv.conv_forward(x, w, cd, algo), x, w, cd, algo.value)
 
 
+@settings(max_examples=25, deadline=None)
+@given(problems(max_hw=7))
+def test_the_one_kernel_implicit_gemm_matches_torch(problem):
+    # the GPU's one-launch kernel, run by Triton's interpreter (every stride, pad, dilation, group, mode, format)
+    from gpudl.conv import implicit_gemm
+
+    x, w, cd = problem
+    x, w = x.float(), w.float()
+    _check(implicit_gemm._one_kernel(x, w, geometry._geometry(x, w, cd), cd), x, w, cd, "one-kernel implicit GEMM")
+
+
+def test_the_one_kernel_implicit_gemm_in_fp16_with_more_channels_than_a_chunk():
+    from gpudl.conv import implicit_gemm
+
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(1, 40, 6, 5, generator=gen)
+    w = torch.randn(36, 40, 3, 3, generator=gen)
+    cd = CD(pad=1)
+    y = implicit_gemm._one_kernel(x.half(), w.half(), geometry._geometry(x, w, cd), cd)
+    assert y.dtype == torch.float16
+    rtol, atol = tolerance("fp16", 40 * 9)
+    assert_close(y.float(), torch_conv(x, w, cd), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("fmt", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("hw", [(7, 6), (6, 6)])
+def test_winograd_transform_kernels_match_the_gemm_transforms(fmt, hw, monkeypatch):
+    # the GPU's elementwise transform kernels, run by Triton's interpreter, against the CPU's GEMM transforms
+    from gpudl.conv import winograd
+
+    x, w, cd = winograd_case(fmt, groups=2, dtype=torch.float32, hw=hw)
+    expected = conv.conv_winograd(x, w, cd)
+    monkeypatch.setattr(winograd, "_use_kernels", lambda x: True)
+    _check(conv.conv_winograd(x, w, cd), x, w, cd, "winograd with its transform kernels")
+    assert_close(conv.conv_winograd(x, w, cd), expected, dtype=torch.float32, k=18)
+
+
 @pytest.mark.parametrize("fmt", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("mode", list(Mode))
 @pytest.mark.parametrize("groups", [1, 2])

@@ -12,15 +12,31 @@ GEMM reads in place, and the nine (R*S) GEMMs accumulate into one output (beta =
 output's extra columns (q >= Q) and rows (p >= P) are computed and dropped: (Hp*Wp)/(P*Q)
 times the work, 3% for a 128x128 image. Other strides take one strided view per tap.
 
+That is R*S + 3 launches, each a GEMM too small to fill a large GPU, and on a GPU the host's
+time per launch adds up to more than the arithmetic. So on a GPU the same sum runs as cuDNN
+runs it, in *one* kernel (``_implicit_gemm_kernel``): a program owns a tile of K' output
+channels by a run of output pixels, and its reduction loop walks the taps and, within a tap,
+the input channels, loading each (channels x pixels) operand tile straight from the input
+with its padding masked to zero, never a copied or lowered matrix.
+
 Public names: ``conv_implicit_gemm``.
 """
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import torch
 
 from ..references import reference
-from .descriptors import ConvolutionDescriptor
+from .descriptors import ConvolutionDescriptor, Mode
 from .geometry import _empty_like_format, _geometry, _Geometry, _is_nhwc, _oriented, _taps
+
+try:        # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
+    import triton
+    import triton.language as tl
+except ImportError:                     # the torch path needs no Triton
+    triton = None
 
 
 def _stride_one(x: torch.Tensor, w: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor) -> torch.Tensor:
@@ -47,6 +63,131 @@ def _stride_one(x: torch.Tensor, w: torch.Tensor, g: _Geometry, cd: ConvolutionD
     return y
 
 
+# --- one kernel (GPU) ------------------------------------------------------------------------------
+
+if triton is not None:
+    @triton.jit
+    def _implicit_gemm_kernel(X, Wt, Y, NPQ, PQ, Q, CG, KG, H, W, R, S,
+                              STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W,
+                              sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syh, syw,
+                              BLOCK_K: tl.constexpr, BLOCK_PIX: tl.constexpr, BLOCK_C: tl.constexpr,
+                              FLIP: tl.constexpr, PRECISION: tl.constexpr):
+        """y[n, k, p, q] for BLOCK_K output channels k of group program_id(2) and BLOCK_PIX output
+        pixels j = (n, p, q):
+
+            acc = 0                                         (BLOCK_K x BLOCK_PIX, FP32)
+            for each tap (r, s), for each chunk of BLOCK_C input channels c:
+                acc += w[k, c, r, s] @ x[n, c, p*stride - pad + r*dil, q*stride - pad + s*dil]
+            y = acc                                         (0 where the input position is padding)
+        """
+        pid_pix, pid_k, grp = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        j = pid_pix * BLOCK_PIX + tl.arange(0, BLOCK_PIX)
+        k = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
+        live_j, live_k = j < NPQ, k < KG
+        n = j // PQ
+        p = (j % PQ) // Q
+        q = j % Q
+        h0 = p * STRIDE_H - PAD_H
+        w0 = q * STRIDE_W - PAD_W
+        x_pix = X + n.to(tl.int64) * sxn + (grp * CG).to(tl.int64) * sxc          # (BLOCK_PIX,) pointers
+        w_k = Wt + (grp * KG + k).to(tl.int64) * swk                                # (BLOCK_K,) pointers
+        cs = tl.arange(0, BLOCK_C)
+        acc = tl.zeros((BLOCK_K, BLOCK_PIX), dtype=tl.float32)
+        for r in range(R):
+            h = h0 + r * DIL_H
+            row_ok = live_j & (h >= 0) & (h < H)
+            wr = (R - 1 - r) if FLIP else r                  # CONVOLUTION mode reads the filter flipped
+            for s in range(S):
+                wc = w0 + s * DIL_W
+                ok = row_ok & (wc >= 0) & (wc < W)
+                ws = (S - 1 - s) if FLIP else s
+                xb = x_pix + h * sxh + wc * sxw
+                wb = w_k + wr * swr + ws * sws
+                for c0 in range(0, CG, BLOCK_C):
+                    c = c0 + cs
+                    c_ok = c < CG
+                    a = tl.load(wb[:, None] + c[None, :] * swc, mask=live_k[:, None] & c_ok[None, :], other=0.0)
+                    b = tl.load(xb[None, :] + c[:, None].to(tl.int64) * sxc, mask=c_ok[:, None] & ok[None, :],
+                                other=0.0)
+                    acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        out = (Y + (grp * KG + k)[:, None].to(tl.int64) * syk
+               + (n.to(tl.int64) * syn + p * syh + q * syw)[None, :])
+        tl.store(out, acc.to(Y.dtype.element_ty), mask=live_k[:, None] & live_j[None, :])
+
+
+# (BLOCK_K, BLOCK_PIX, BLOCK_C, num_warps, num_stages): the first call of each problem times them all.
+# The five that won somewhere among 11 tried on an H100 (FP32 and TF32; C = K = 64-256, 14x14-128x128).
+_TILES = ((128, 128, 16, 8, 3), (128, 128, 32, 8, 3), (128, 64, 32, 4, 3), (64, 256, 16, 8, 3),
+          (64, 128, 32, 4, 3))
+_INTERPRETER_TILES = (32, 32, 16, 4, 1)      # the interpreter runs programs one by one: few, large ones
+_CHOSEN: dict[tuple, tuple] = {}
+_RELAUNCH = None
+
+
+def _use_kernel(x: torch.Tensor) -> bool:
+    return (triton is not None and x.is_cuda and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
+            and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"))
+
+
+def _launch(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor,
+            tiles: tuple, precision: str) -> None:
+    global _RELAUNCH
+    bk, bpix, bc, warps, stages = tiles
+    npq = g.n * g.p * g.q
+    grid = (-(-npq // bpix), -(-g.kg // bk), g.groups)
+    sr, ss, sc, sk = w.stride()              # w is (R, S, C', K): a tile of filter values is a run of k
+    args = (x, w, y, npq, g.p * g.q, g.q, g.cg, g.kg, g.h, g.w, g.r, g.s, *cd.stride, *cd.pad, *cd.dilation,
+            *x.stride(), sk, sc, sr, ss, *y.stride())
+    meta = dict(BLOCK_K=bk, BLOCK_PIX=bpix, BLOCK_C=bc, FLIP=cd.mode is Mode.CONVOLUTION, PRECISION=precision,
+                num_warps=warps, num_stages=stages)
+    if _RELAUNCH is None:
+        from .._launch import Relauncher
+
+        _RELAUNCH = Relauncher(_implicit_gemm_kernel)
+    _RELAUNCH.launch(grid, args, meta, (tiles, precision, meta["FLIP"], x.get_device() if x.is_cuda else -1))
+
+
+def _precision(x: torch.Tensor) -> str:
+    """FP32 in true FP32 ("ieee") unless TF32 is allowed (TENSOR_OP_MATH sets it for the call);
+    16-bit inputs run on tensor cores with FP32 accumulation whatever this says."""
+    return "tf32" if x.dtype != torch.float32 or torch.backends.cuda.matmul.allow_tf32 else "ieee"
+
+
+def _one_kernel(x: torch.Tensor, w: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor,
+                tiles: tuple | None = None) -> torch.Tensor:
+    """The whole convolution in one launch of ``_implicit_gemm_kernel``; the first call of each
+    problem shape, dtype and format times every ``_TILES`` and keeps the fastest."""
+    y = _empty_like_format(x, (g.n, g.k, g.p, g.q))
+    w = w.permute(2, 3, 1, 0).contiguous()   # (R, S, C', K): the filter loads of a program read along k
+    precision = _precision(x)
+    if tiles is None and x.is_cuda:
+        key = (tuple(x.shape), tuple(x.stride()), tuple(w.shape), cd, x.dtype, precision, x.get_device())
+        tiles = _CHOSEN.get(key)
+        if tiles is None:
+            tiles = _CHOSEN[key] = _tune(x, w, y, g, cd, precision)
+    _launch(x, w, y, g, cd, tiles or _INTERPRETER_TILES, precision)
+    return y
+
+
+def _tune(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor,
+          precision: str) -> tuple:
+    import triton.testing
+
+    times: dict[tuple, Any] = {}
+    for tiles in _TILES:
+        try:
+            times[tiles] = triton.testing.do_bench(lambda t=tiles: _launch(x, w, y, g, cd, t, precision),
+                                                   return_mode="median")
+        except Exception as e:      # noqa: BLE001 - a tile that does not fit this GPU or dtype
+            if "resource" not in type(e).__name__.lower() and "shared memory" not in str(e):
+                raise
+    if not times:
+        raise RuntimeError("no tile shape of the implicit GEMM kernel fits this GPU")
+    return min(times, key=times.get)
+
+
+# --- the algorithm ------------------------------------------------------------------------------------
+
 @reference
 def conv_implicit_gemm(x: torch.Tensor, w: torch.Tensor, conv_desc: ConvolutionDescriptor) -> torch.Tensor:
     """The GEMM of im2col with its C*R*S reduction split by filter tap: for each (r, s), the
@@ -57,8 +198,11 @@ def conv_implicit_gemm(x: torch.Tensor, w: torch.Tensor, conv_desc: ConvolutionD
     input, and the R*S GEMMs accumulate in place into an output computed at the padded width
     (see the module docstring). Other strides: one strided view per tap and image, each
     product added into the output (a temporary of at most the output's size per tap).
+    On a GPU (FP32, FP16, BF16) the same sum runs as one kernel (see the module docstring).
     """
     g = _geometry(x, w, conv_desc)
+    if _use_kernel(x):
+        return _one_kernel(x, w, g, conv_desc)
     if conv_desc.stride == (1, 1):
         return _stride_one(x, w, g, conv_desc)
     G, kg, cg = g.groups, g.kg, g.cg

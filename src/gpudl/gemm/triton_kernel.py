@@ -249,7 +249,8 @@ def _launch(cfg: TritonConfig, a: Any, b: Any, out: Any, precision: str) -> None
 class _Autotuner:
     """``matmul_triton``'s autotuner: the first call of each (M, N, K, dtype, TMA or not, device)
     times every configuration of ``TRITON_CONFIGS`` that can run it (``triton.testing.do_bench``:
-    L2 flushed, median) and keeps the fastest; later calls launch that one directly. Its
+    L2 flushed, median), times the three fastest twice more in turns and keeps the best; later
+    calls launch that one directly. Its
     ``cache`` maps those keys to the chosen ``TritonConfig``."""
 
     def __init__(self, configs: Sequence[TritonConfig]) -> None:
@@ -280,7 +281,14 @@ class _Autotuner:
                     raise
         if not times:
             raise RuntimeError("no configuration of TRITON_CONFIGS fits this GPU")
-        return min(times, key=times.get)
+        # At 1024^3 a run takes a few microseconds and one median can be off by 5%: the front-runners
+        # race again, in turns, and the best median of their three turns wins.
+        front = sorted(times, key=times.get)[:3]
+        for _ in range(2):
+            for cfg in front:
+                times[cfg] = min(times[cfg], triton.testing.do_bench(
+                    lambda cfg=cfg: _launch(cfg, a, b, out, precision), return_mode="median"))
+        return min(front, key=times.get)
 
 
 _autotuned = _Autotuner(TRITON_CONFIGS)
@@ -369,11 +377,34 @@ def _tflops_cuda(fn: Any, flops: int, what: str, peak: float | None, budget_s: f
     return rate / 1e12
 
 
-def triton_vs_torch(n: int, dtype: str = "fp16", *, budget_s: float = 1.0, rounds: int = 3) -> dict[str, Any]:
+def _graphed(fn: Any) -> Any:
+    """``fn`` captured once in a CUDA graph; returns the graph's ``replay``. A replay launches the
+    captured kernels with none of the Python that issued them: what is left to time is the
+    kernels (and one small, equal host cost per replay)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()                                   # warm: nothing is compiled or chosen while capturing
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
+
+
+def triton_vs_torch(n: int, dtype: str = "fp16", *, budget_s: float = 1.0, rounds: int = 5) -> dict[str, Any]:
     """Median TFLOP/s of ``matmul_triton`` (autotuned) and ``torch.matmul`` (cuBLAS) on
     ``n^3`` in ``dtype``, on the GPU, side by side: ``rounds`` rounds that time one then the
     other, each keeping its best round (a GPU's clock drifts with its temperature and power
-    over seconds; alternating gives both the same conditions)."""
+    over seconds; alternating gives both the same conditions).
+
+    Two ratios: ``ratio`` times the Python calls, ``kernel ratio`` replays of each call captured
+    in a CUDA graph. They differ only when the host takes longer to issue a call than the GPU
+    to run it (and the L2 flush before it): then the GPU waits for the host, and the per-call time
+    measures the host. At 1024^3 on a slow host, ``matmul_triton``'s Python (checks, the
+    autotuner's lookup, Triton's launcher) is that case; cuBLAS's C++ path is not."""
     import torch
 
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -384,15 +415,18 @@ def triton_vs_torch(n: int, dtype: str = "fp16", *, budget_s: float = 1.0, round
     got = matmul_triton(a, b)                                    # autotunes on the first call
     err = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
     peak, flops = _peak(dtype), gemm_flops(n, n, n)
-    tri = cub = 0.0
+    calls = {"triton": lambda: matmul_triton(a, b), "cuBLAS": lambda: torch.matmul(a, b)}
+    graphs = {name: _graphed(fn) for name, fn in calls.items()}
+    best = dict.fromkeys(["triton", "cuBLAS", "triton graph", "cuBLAS graph"], 0.0)
     for _ in range(rounds):
-        tri = max(tri, _tflops_cuda(lambda: matmul_triton(a, b), flops, f"matmul_triton {n}^3 {dtype}", peak,
-                                    budget_s / rounds))
-        cub = max(cub, _tflops_cuda(lambda: torch.matmul(a, b), flops, f"torch.matmul {n}^3 {dtype}", peak,
-                                    budget_s / rounds))
-    best = best_triton_config(n, n, n)
-    return {"n": n, "dtype": dtype, "triton TFLOP/s": tri, "cuBLAS TFLOP/s": cub, "ratio": tri / cub,
-            "config": (f"{best.label} w{best.num_warps} s{best.num_stages}" if best else ""), "max rel err": err}
+        for name in calls:
+            for key, fn in ((name, calls[name]), (f"{name} graph", graphs[name])):
+                best[key] = max(best[key], _tflops_cuda(fn, flops, f"{key} {n}^3 {dtype}", peak, budget_s / rounds / 2))
+    cfg = best_triton_config(n, n, n)
+    return {"n": n, "dtype": dtype, "triton TFLOP/s": best["triton"], "cuBLAS TFLOP/s": best["cuBLAS"],
+            "ratio": best["triton"] / best["cuBLAS"],
+            "kernel ratio": best["triton graph"] / best["cuBLAS graph"],
+            "config": (f"{cfg.label} w{cfg.num_warps} s{cfg.num_stages}" if cfg else ""), "max rel err": err}
 
 
 def triton_block_sweep(n: int, configs: Sequence[TritonConfig] | None = None, dtype: str = "fp16", *,
