@@ -56,7 +56,7 @@ def gemm_flops(m: int, n: int, k: int) -> int:
     """FLOPs of C = A @ B with A (m, k) and B (k, n): each of the m*n outputs sums k
     products, one multiply-add (2 FLOPs) each, so 2mnk.
 
-    >>> gemm_flops(2000, 2000, 2000) / 1e9   # the seed's "2*2*2*2" GFLOP
+    >>> gemm_flops(2000, 2000, 2000) / 1e9   # the lecture's "2*2*2*2" GFLOP
     16.0
     """
     for name, v in (("m", m), ("n", n), ("k", k)):

@@ -60,7 +60,7 @@ _ALIASES = {
 }
 
 # Energy per operation, from the Timeloop tutorial quoted in the "Foundations of DL
-# Hardware" deck (seed 000): computing is cheap, moving operands is not.
+# Hardware" lecture: computing is cheap, moving operands is not.
 ENERGY_PJ = MappingProxyType({
     "int8_multiply": 0.2,
     "fetch_two_int8_from_dram": 128.0,
@@ -168,70 +168,70 @@ def _spec(**kw: Any) -> GPUSpec:
     return GPUSpec(**kw)
 
 
-# Every number below carries its source. "seed 004" is the LAPENNA "DNN computing on GPU"
-# deck (its P100/V100/A100 table reproduces NVIDIA's A100 whitepaper); "seed 001" is the
-# "Accelerating AI" deck (its multiply-add-per-clock-per-SM table).
+# Every number below carries its source. "DNN lecture" is the LAPENNA "DNN computing on GPU"
+# lecture (its P100/V100/A100 table reproduces NVIDIA's A100 whitepaper); "AI lecture" is the
+# "Accelerating AI" lecture (its multiply-add-per-clock-per-SM table).
 SPECS: Mapping[str, GPUSpec] = MappingProxyType({
     "P100": _spec(
         name="P100", architecture="Pascal", compute_capability=(6, 0),
-        sms=56,                                           # seed 004 table: 56 SMs
+        sms=56,                                           # DNN lecture table: 56 SMs
         cuda_fma_per_sm={"fp64": 32, "fp32": 64, "fp16": 128},  # 32 FP64 / 64 FP32 cores per SM; FP16 at 2x (21.2 TFLOP/s)
         tensor_fma_per_sm={},                             # no tensor cores
-        boost_clock_mhz=1480,                             # seed 004 table: GPU boost clock
-        memory_bandwidth_gbs=720, memory_gib=16,          # seed 004 table
-        l2_kib=4096, smem_per_sm_kib=64, registers_per_sm_kib=256,  # seed 004 table
-        source="NVIDIA A100 whitepaper table as quoted in seed 004",
+        boost_clock_mhz=1480,                             # DNN lecture table: GPU boost clock
+        memory_bandwidth_gbs=720, memory_gib=16,          # DNN lecture table
+        l2_kib=4096, smem_per_sm_kib=64, registers_per_sm_kib=256,  # DNN lecture table
+        source="NVIDIA A100 whitepaper table as quoted in DNN lecture",
     ),
     "V100": _spec(
         name="V100", architecture="Volta", compute_capability=(7, 0),
-        sms=80,                                           # seed 004: 80 SMs
-        cuda_fma_per_sm={"fp64": 32, "fp32": 64, "fp16": 128},  # seed 001 MAC table (Volta); seed 004: 16 FP32 + 8 FP64 per sub-core x 4
-        tensor_fma_per_sm={"fp16": 512},                  # seed 001/004: 8 tensor cores x 64 FMA = 512 FMA/clk/SM
-        boost_clock_mhz=1530,                             # seed 004: 80 x 1024 x 1.53 GHz = 125 TFLOP/s
-        memory_bandwidth_gbs=900, memory_gib=32,          # seed 004: 900 GB/s HBM2
-        l2_kib=6144, smem_per_sm_kib=96, registers_per_sm_kib=256,  # seed 004 table
-        source="NVIDIA Volta/A100 whitepapers as quoted in seeds 001 and 004",
+        sms=80,                                           # DNN lecture: 80 SMs
+        cuda_fma_per_sm={"fp64": 32, "fp32": 64, "fp16": 128},  # AI lecture MAC table (Volta); DNN lecture: 16 FP32 + 8 FP64 per sub-core x 4
+        tensor_fma_per_sm={"fp16": 512},                  # AI/DNN lectures: 8 tensor cores x 64 FMA = 512 FMA/clk/SM
+        boost_clock_mhz=1530,                             # DNN lecture: 80 x 1024 x 1.53 GHz = 125 TFLOP/s
+        memory_bandwidth_gbs=900, memory_gib=32,          # DNN lecture: 900 GB/s HBM2
+        l2_kib=6144, smem_per_sm_kib=96, registers_per_sm_kib=256,  # DNN lecture table
+        source="NVIDIA Volta/A100 whitepapers as quoted in the AI and DNN lectures",
     ),
     "T4": _spec(
         name="T4", architecture="Turing", compute_capability=(7, 5),
         sms=40,                                           # NVIDIA Turing whitepaper, Tesla T4
-        cuda_fma_per_sm={"fp64": 2, "fp32": 64, "fp16": 128},   # seed 001 MAC table (Turing)
-        tensor_fma_per_sm={"fp16": 512, "int8": 1024, "int4": 2048},  # seed 001 MAC table (Turing)
+        cuda_fma_per_sm={"fp64": 2, "fp32": 64, "fp16": 128},   # AI lecture MAC table (Turing)
+        tensor_fma_per_sm={"fp16": 512, "int8": 1024, "int4": 2048},  # AI lecture MAC table (Turing)
         boost_clock_mhz=1590,                             # T4 datasheet: 65 FP16 TFLOP/s, 8.1 FP32 TFLOP/s
         memory_bandwidth_gbs=320, memory_gib=16,          # T4 datasheet: 320 GB/s GDDR6
         l2_kib=4096, smem_per_sm_kib=64, registers_per_sm_kib=256,  # Turing tuning guide
-        source="NVIDIA T4 datasheet; Turing whitepaper; seed 001",
+        source="NVIDIA T4 datasheet; Turing whitepaper; AI lecture",
     ),
     "A100": _spec(
         name="A100", architecture="Ampere", compute_capability=(8, 0),
-        sms=108,                                          # seed 004: 108 SMs
-        cuda_fma_per_sm={"fp64": 32, "fp32": 64, "fp16": 256, "bf16": 128},  # seed 001 MAC table; seed 004: FP16 78, BF16 39 TFLOP/s
+        sms=108,                                          # DNN lecture: 108 SMs
+        cuda_fma_per_sm={"fp64": 32, "fp32": 64, "fp16": 256, "bf16": 128},  # AI lecture MAC table; DNN lecture: FP16 78, BF16 39 TFLOP/s
         tensor_fma_per_sm={"fp64": 64, "tf32": 512, "fp16": 1024, "bf16": 1024,
-                           "int8": 2048, "int4": 4096},   # seed 001 MAC table (Ampere A100)
-        boost_clock_mhz=1410,                             # seed 004: 108 x 2048 x 1.41 GHz = 312 TFLOP/s
-        memory_bandwidth_gbs=1555, memory_gib=40,         # seed 004: 1555 GB/s HBM2
-        l2_kib=40960, smem_per_sm_kib=164, registers_per_sm_kib=256,  # seed 004 table
-        sparsity=True,                                    # seed 004: 624 TFLOP/s with sparsity
-        source="NVIDIA A100 whitepaper as quoted in seeds 001 and 004",
+                           "int8": 2048, "int4": 4096},   # AI lecture MAC table (Ampere A100)
+        boost_clock_mhz=1410,                             # DNN lecture: 108 x 2048 x 1.41 GHz = 312 TFLOP/s
+        memory_bandwidth_gbs=1555, memory_gib=40,         # DNN lecture: 1555 GB/s HBM2
+        l2_kib=40960, smem_per_sm_kib=164, registers_per_sm_kib=256,  # DNN lecture table
+        sparsity=True,                                    # DNN lecture: 624 TFLOP/s with sparsity
+        source="NVIDIA A100 whitepaper as quoted in the AI and DNN lectures",
     ),
     "RTX3090": _spec(
         name="RTX3090", architecture="Ampere (GA102)", compute_capability=(8, 6),
         sms=82,                                           # GA102 whitepaper: RTX 3090 has 82 SMs, 10496 CUDA cores
-        cuda_fma_per_sm={"fp64": 2, "fp32": 128, "fp16": 128},  # 128 FP32 per SM; seed 004: ~35.6 FP32 TFLOP/s
+        cuda_fma_per_sm={"fp64": 2, "fp32": 128, "fp16": 128},  # 128 FP32 per SM; DNN lecture: ~35.6 FP32 TFLOP/s
         # GeForce tensor cores run FP32-accumulate at half their FP16-accumulate rate; frameworks
         # accumulate in FP32, so these are the FP32-accumulate rates (FP16 71 TFLOP/s dense; the
-        # seed's "~142 TFLOP with Tensor core" is the FP16-accumulate figure).
+        # lecture's "~142 TFLOP with Tensor core" is the FP16-accumulate figure).
         tensor_fma_per_sm={"tf32": 128, "fp16": 256, "bf16": 256, "int8": 1024},
-        boost_clock_mhz=1695,                             # seed 004: 1.7 GHz boost; GA102 whitepaper 1695 MHz
+        boost_clock_mhz=1695,                             # DNN lecture: 1.7 GHz boost; GA102 whitepaper 1695 MHz
         memory_bandwidth_gbs=936, memory_gib=24,          # GA102 whitepaper: 936 GB/s GDDR6X
         l2_kib=6144, smem_per_sm_kib=100, registers_per_sm_kib=256,  # GA102 whitepaper / tuning guide
         sparsity=True,
-        source="NVIDIA GA102 whitepaper; seed 004 CPU-vs-GPU table",
+        source="NVIDIA GA102 whitepaper; DNN lecture CPU-vs-GPU table",
     ),
     "H100-SXM": _spec(
         name="H100-SXM", architecture="Hopper", compute_capability=(9, 0),
         sms=132,                                          # H100 whitepaper: 132 SMs on SXM5
-        cuda_fma_per_sm={"fp64": 64, "fp32": 128, "fp16": 256, "bf16": 256},  # seed 000 Hopper SM diagram: 4 x 32 FP32, 4 x 16 FP64
+        cuda_fma_per_sm={"fp64": 64, "fp32": 128, "fp16": 256, "bf16": 256},  # Foundations lecture Hopper SM diagram: 4 x 32 FP32, 4 x 16 FP64
         # 4th-gen tensor cores, dense, per SM per clock (H100 datasheet: TF32 494.7, FP16/BF16 989.4,
         # FP8/INT8 1978.9 T(FL)OP/s dense at 1830 MHz; FP64 tensor 66.9 TFLOP/s at 1980 MHz).
         tensor_fma_per_sm={"fp64": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048, "fp8": 4096, "int8": 4096},
@@ -239,8 +239,8 @@ SPECS: Mapping[str, GPUSpec] = MappingProxyType({
         tensor_clock_mhz=1830,                            # the clock NVIDIA quotes tensor-core peaks at
         memory_bandwidth_gbs=3350, memory_gib=80,         # H100 SXM datasheet: 3.35 TB/s HBM3
         l2_kib=51200, smem_per_sm_kib=228, registers_per_sm_kib=256,  # H100 whitepaper: 50 MB L2, 228 KB smem/SM
-        sparsity=True,                                    # seed 000 table: x2 with sparsity
-        source="NVIDIA H100 datasheet and whitepaper; the seed 000 table gives preliminary 60/500/1000",
+        sparsity=True,                                    # Foundations lecture table: x2 with sparsity
+        source="NVIDIA H100 datasheet and whitepaper; the Foundations lecture's table gives preliminary 60/500/1000",
     ),
     "H100-PCIe": _spec(
         name="H100-PCIe", architecture="Hopper", compute_capability=(9, 0),
@@ -252,7 +252,7 @@ SPECS: Mapping[str, GPUSpec] = MappingProxyType({
         memory_bandwidth_gbs=2000, memory_gib=80,         # H100 PCIe datasheet: 2 TB/s HBM2e
         l2_kib=51200, smem_per_sm_kib=228, registers_per_sm_kib=256,
         sparsity=True,
-        source="NVIDIA H100 datasheet; the seed 000 table gives preliminary 48/400/800",
+        source="NVIDIA H100 datasheet; the Foundations lecture's table gives preliminary 48/400/800",
     ),
     "H200": _spec(
         name="H200", architecture="Hopper", compute_capability=(9, 0),

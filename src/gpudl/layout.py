@@ -1,6 +1,6 @@
 """Tensor layouts: a layout is (shape, stride), a map from a coordinate to an offset.
 
-cuDNN describes every tensor by its dims and its strides (seed 004, "Tensor Descriptor"):
+cuDNN describes every tensor by its dims and its strides (the lecture's "Tensor Descriptor"):
 the element at coordinate ``(n, c, h, w)`` lives ``n*sN + c*sC + h*sH + w*sW`` elements
 after the first. A *format* such as NCHW or NHWC names the dims in memory order, outermost
 first: its letters are the dims sorted by decreasing stride. The dims themselves are
@@ -9,7 +9,7 @@ always listed in the *logical* order N, C, (D,) H, W, whatever the format; cuDNN
 (``torch.channels_last`` is NHWC) both work this way. So a format changes the strides,
 never the shape, and the same coordinate finds the same value in any format.
 
-The seed's example, NCHW with N=1, C=64, H=5, W=4: strides (1280, 20, 4, 1), so channel 1
+The lecture's example, NCHW with N=1, C=64, H=5, W=4: strides (1280, 20, 4, 1), so channel 1
 starts at offset 20, channel 32 at 640, and channel 63 ends at 1279.
 
 Two ways to change a layout:
@@ -36,7 +36,7 @@ from .references import reference
 # The logical order of the dims, by number of dims (cuDNN's nbDims is 3 to 8; formats
 # with letters exist for 3, 4 and 5).
 LOGICAL = {3: "NCW", 4: "NCHW", 5: "NCDHW"}
-# The formats seed 004 lists (4-D: NCHW, NHWC, CHWN; 5-D: NCDHW, NDHWC, CDHWN), and the 3-D pair.
+# The formats the lecture lists (4-D: NCHW, NHWC, CHWN; 5-D: NCDHW, NDHWC, CDHWN), and the 3-D pair.
 FORMATS = ("NCW", "NWC", "NCHW", "NHWC", "CHWN", "NCDHW", "NDHWC", "CDHWN")
 
 

@@ -1,6 +1,6 @@
 """The LSTM: forward with a cache, backpropagation through time, and the GEMMs inside.
 
-The lecture's notation (seed 004, "LSTM - Example"): the four gates are stacked in the order
+The lecture's notation ("LSTM - Example"): the four gates are stacked in the order
 ``(a, i, f, o)``: ``a`` the input activation (torch and cuDNN call it ``g``), ``i`` the input
 gate, ``f`` the forget gate, ``o`` the output gate. For a batch of ``N`` sequences of ``T``
 steps, time-major like ``torch.nn.LSTM``::
@@ -9,13 +9,13 @@ steps, time-major like ``torch.nn.LSTM``::
 
     z_t   = x_t W^T + h_{t-1} U^T + b               (N, 4H)  one product per input, 4 gates fused
     a_t   = tanh(z_a)   i_t = s(z_i)   f_t = s(z_f)   o_t = s(z_o)      (s: the sigmoid)
-    c_t   = a_t * i_t + f_t * c_{t-1}                (the seed's state_t)
-    h_t   = o_t * tanh(c_t)                          (the seed's out_t)
+    c_t   = a_t * i_t + f_t * c_{t-1}                (the lecture's state_t)
+    h_t   = o_t * tanh(c_t)                          (the lecture's out_t)
 
 Backward through time, with ``dh_t`` the gradient reaching ``h_t`` (from the loss at step t and
 from step t+1) and ``dc_next`` the cell-state gradient coming back from step t+1::
 
-    dc_t  = dh_t * o_t * (1 - tanh^2 c_t) + dc_next       (the seed's delta state_t)
+    dc_t  = dh_t * o_t * (1 - tanh^2 c_t) + dc_next       (the lecture's delta state_t)
     da = dc_t * i * (1 - a^2)     di = dc_t * a * i(1 - i)
     df = dc_t * c_{t-1} * f(1 - f)   do = dh_t * tanh(c_t) * o(1 - o)
     dx_t = dz W    dh_{t-1} += dz U    dc_{t-1} = dc_t * f_t    dW += dz^T x_t   dU += dz^T h_{t-1}
@@ -27,7 +27,7 @@ Public names, in order:
 
 ``GATES``, ``sigmoid``
 ``lstm_cell_forward``, ``lstm_cell_backward``   one step; a dict cache
-``lstm_forward_per_gate``       the seed's equations literally: 8 small products per step
+``lstm_forward_per_gate``       the lecture's equations literally: 8 small products per step
 ``lstm_forward_stepwise``, ``lstm_backward_stepwise``   a loop of cell steps (what lab 06 builds)
 ``LSTMCache``, ``LSTMGrads``
 ``lstm_forward``, ``lstm_backward``   the fast path: the input projection of the whole sequence as
@@ -51,7 +51,7 @@ import numpy as np
 
 from .references import reference
 
-GATES = ("a", "i", "f", "o")          # the seed's order of the four blocks of rows of W, U, b
+GATES = ("a", "i", "f", "o")          # the lecture's order of the four blocks of rows of W, U, b
 TORCH_GATE_ORDER = ("i", "f", "a", "o")   # torch.nn.LSTM / cuDNN: (i, f, g, o), with g = our a
 
 
@@ -144,7 +144,7 @@ def lstm_cell_backward(dh, dc, cache):
     """
     a, i, f, o, c = cache["a"], cache["i"], cache["f"], cache["o"], cache["c"]
     tanh_c = np.tanh(c)
-    ds = dh * o * (1.0 - tanh_c ** 2) + dc                            # the seed's delta state_t
+    ds = dh * o * (1.0 - tanh_c ** 2) + dc                            # the lecture's delta state_t
     dz = np.concatenate([ds * i * (1.0 - a ** 2),                     # da
                          ds * a * i * (1.0 - i),                      # di
                          ds * cache["c_prev"] * f * (1.0 - f),        # df
@@ -158,11 +158,11 @@ def lstm_cell_backward(dh, dc, cache):
     return dx, dh_prev, dc_prev, dW, dU, db
 
 
-# --- the seed's equations, gate by gate ---------------------------------------------------
+# --- the lecture's equations, gate by gate ---------------------------------------------------
 
 @reference
 def lstm_forward_per_gate(x, h0, c0, W, U, b):
-    """The seed's equations literally: per step, per gate, ``W_g x_t + U_g h + b_g``.
+    """The lecture's equations literally: per step, per gate, ``W_g x_t + U_g h + b_g``.
 
     Eight small matrix products per step (four gates, two inputs). Returns
     ``out (T, N, H), (h_T, c_T)``; the same numbers as ``lstm_forward``.
@@ -340,7 +340,7 @@ def lstm_backward(dout, cache: LSTMCache, dh_last=None, dc_last=None) -> LSTMGra
         np.subtract(1.0, o, out=tmp)
         tmp *= o
         do *= tmp
-        # dc += dh * o * (1 - tanh(c)^2): the seed's delta state_t
+        # dc += dh * o * (1 - tanh(c)^2): the lecture's delta state_t
         np.multiply(tc, tc, out=tmp)
         np.subtract(1.0, tmp, out=tmp)
         tmp *= o

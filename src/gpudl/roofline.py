@@ -4,7 +4,7 @@ A kernel that does ``F`` floating-point operations and moves ``B`` bytes to and 
 has arithmetic intensity ``I = F / B`` (FLOP/byte). On a device with peak compute ``P``
 (FLOP/s) and memory bandwidth ``W`` (bytes/s) it cannot run faster than
 ``min(P, I x W)``: below the ridge point ``I* = P / W`` it is memory-bound, above it
-compute-bound. Counting conventions follow the lectures (seed 000):
+compute-bound. Counting conventions follow the lectures:
 
 - a multiply-add is 2 FLOPs, so a linear layer is ``2 x batch x in x out`` FLOPs;
 - a convolution with bias counts the bias as one more multiply-add per output,
@@ -80,7 +80,7 @@ def conv2d_flops(in_shape: Sequence[int], out_shape: Sequence[int], kernel_size:
     """FLOPs of a 2-D convolution from (N, C, H, W) to (N, K, P, Q) with an R x S filter.
 
     Each output element takes ``R x S x C / groups`` multiply-adds, plus one for the bias.
-    The seed's example, a 3x3 conv with bias from 1x3x416x480 to 1x16x208x240:
+    The lecture's example, a 3x3 conv with bias from 1x3x416x480 to 1x16x208x240:
 
     >>> conv2d_flops((1, 3, 416, 480), (1, 16, 208, 240), 3, bias=True)
     44728320
@@ -96,7 +96,7 @@ def conv2d_bytes(in_shape: Sequence[int], out_shape: Sequence[int], kernel_size:
                  include_weights: bool = True) -> int:
     """Bytes moved by a convolution: input + output (+ filter and bias when ``include_weights``).
 
-    The seed counts input and output only: 2,396,160 + 3,194,880 bytes in FP32 for its example.
+    The lecture counts input and output only: 2,396,160 + 3,194,880 bytes in FP32 for its example.
     """
     n, c, k, p, q, r, s = _conv_shapes(in_shape, out_shape, kernel_size, groups)
     elements = math.prod(in_shape) + math.prod(out_shape)
@@ -175,7 +175,7 @@ class Op:
 
 @reference
 def arithmetic_intensity(flops: float, nbytes: float) -> float:
-    """FLOPs per byte moved. ``arithmetic_intensity(32, 17)`` is the seed's 1.88."""
+    """FLOPs per byte moved. ``arithmetic_intensity(32, 17)`` is the lecture's 1.88."""
     if nbytes <= 0:
         raise ValueError(f"bytes moved must be positive, got {nbytes}")
     if flops < 0:
@@ -221,7 +221,7 @@ def time_bounds(flops: float, nbytes: float, spec: GPUSpec | str, dtype: Any = "
                 tensor_cores: bool = True) -> tuple[float, float]:
     """Best-case seconds for the math and for the memory traffic; the op needs at least the larger.
 
-    (The seed's worked example writes 44.8 *ns* and 5.6 *ns* for its 1 TOPS / 1000 GB/s
+    (The lecture's worked example writes 44.8 *ns* and 5.6 *ns* for its 1 TOPS / 1000 GB/s
     device; the numbers are 44.7 *us* and 5.6 *us*: 44,728,320 / 1e12 s = 4.47e-5 s.)
     """
     return (flops / peak_flops(spec, dtype, tensor_cores=tensor_cores), nbytes / peak_bandwidth(spec))
@@ -239,7 +239,7 @@ def utilization(achieved: float, peak: float) -> float:
 
 @reference
 def limiter(math_utilization: float, memory_utilization: float, threshold: float = 0.7) -> str:
-    """The seed's four quadrants: "math", "memory", "both" (top right, optimal) or "latency"
+    """The lecture's four quadrants: "math", "memory", "both" (top right, optimal) or "latency"
     (neither unit busy: too little parallel work, launch overhead, dependencies)."""
     busy_math, busy_memory = math_utilization >= threshold, memory_utilization >= threshold
     if busy_math and busy_memory:

@@ -1,6 +1,6 @@
 """Attention: from one query against a set of vectors to a tiled flash-attention kernel.
 
-The lectures (seed 004, "Summary of Various Versions of Attention Algorithms") build attention
+The lectures ("Summary of Various Versions of Attention Algorithms") build attention
 in steps, each generalising the last:
 
 1. *General attention*: a query ``q`` (D_Q,) against input vectors ``X`` (N_x, D_x) with a

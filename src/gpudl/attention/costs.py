@@ -74,10 +74,10 @@ class ModelSize(NamedTuple):
     layers: int
     width: int
     heads: int | None
-    params: float        # as quoted in the seed
+    params: float        # as quoted in the lecture
 
 
-# The seed's table (seed 004, "Scaling to bigger and larger transformer blocks").
+# The lecture's table ("Scaling to bigger and larger transformer blocks").
 MODEL_SIZES = (
     ModelSize("Transformer-Base", 12, 512, 8, 65e6),
     ModelSize("Transformer-Large", 12, 1024, 16, 213e6),

@@ -96,7 +96,7 @@ def dot_similarity(q: Any, keys: Any) -> np.ndarray:
 
 
 def scaled_dot_similarity(q: Any, keys: Any) -> np.ndarray:
-    """``e = q . keys_i / sqrt(D)``: the seed's choice, so scores do not grow with D."""
+    """``e = q . keys_i / sqrt(D)``: the lecture's choice, so scores do not grow with D."""
     keys = _arr(keys, "keys")
     return dot_similarity(q, keys) / math.sqrt(keys.shape[-1])
 
@@ -115,7 +115,7 @@ def additive_similarity(w_q: Any, w_k: Any, w_e: Any) -> Callable[[Any, Any], np
 
 def general_attention(q: Any, x: Any, similarity: Callable[[Any, Any], np.ndarray] = scaled_dot_similarity,
                       w_k: Any = None, w_v: Any = None) -> np.ndarray:
-    """The seed's general attention layer.
+    """The lecture's general attention layer.
 
     q (D_Q,) or (N_Q, D_Q); x (N_x, D_x). Keys are ``x @ w_k`` (or ``x``), values ``x @ w_v``
     (or ``x``); scores ``similarity(q, keys)``, weights their softmax over the inputs, and the
@@ -183,7 +183,7 @@ def merge_heads(x: Any) -> np.ndarray:
 def multihead_self_attention(x: Any, w_q: Any, w_k: Any, w_v: Any, w_o: Any, heads: int, causal: bool = False,
                              mask: Any = None, b_q: Any = None, b_k: Any = None, b_v: Any = None,
                              b_o: Any = None) -> np.ndarray:
-    """Multi-head self-attention of x (..., N, D_x) in the seed's convention ``Q = X W_Q``.
+    """Multi-head self-attention of x (..., N, D_x) in the lecture's convention ``Q = X W_Q``.
 
     w_q, w_k (D_x, D_Q); w_v (D_x, D_V); w_o (D_V, D_out); optional biases. Each of the
     ``heads`` heads attends with its own D_Q/H columns of Q and K and D_V/H columns of V; their

@@ -1,9 +1,9 @@
 """find_algorithms next to torch's conv2d (cuDNN on a GPU, oneDNN on a CPU).
 
-One convolution (default on a GPU: seed 001's N=1 C=K=128 128x128 3x3; on a CPU: N=8 C=K=64
+One convolution (default on a GPU: the lecture's N=1 C=K=128 128x128 3x3; on a CPU: N=8 C=K=64
 56x56 3x3), FP32: every algorithm of ``gpudl.conv.find_algorithms`` against torch's conv2d
 (on a GPU, cuDNN with TF32 off and on), rounds alternating so that a burst of other work
-spoils one round, not the comparison; on a GPU with the seed's GV100 figures beside.
+spoils one round, not the comparison; on a GPU with the lecture's GV100 figures beside.
 """
 from __future__ import annotations
 
@@ -85,9 +85,9 @@ def _run(args: argparse.Namespace, cuda: bool) -> Table:
                "median ms": perf.time_ms if ran else None, "workspace MiB": perf.memory / 2**20,
                "GFLOP/s": flops / perf.time / 1e9 if ran else None,
                f"x {baseline}": perf.time / base if ran else None}
-        seed = LECTURE_GV100_3X3.get(perf.algo.value)
-        if cuda and seed and args.r == 3:
-            row["seed GV100 ms"], row["seed GV100 MB"] = seed
+        lecture = LECTURE_GV100_3X3.get(perf.algo.value)
+        if cuda and lecture and args.r == 3:
+            row["lecture GV100 ms"], row["lecture GV100 MB"] = lecture
         table.rows.append(row)
     for name, m in lib_best.items():
         table.rows.append({"algorithm": name, "status": "SUCCESS", "median ms": m.median * 1e3,
@@ -100,10 +100,10 @@ def _run(args: argparse.Namespace, cuda: bool) -> Table:
         table.notes.append(f"find's order here: {' < '.join(ours)}; the lecture's GV100 order of the same algorithms: "
                            f"{' < '.join(lecture)} ({'the same' if ours == lecture else 'different'})")
     if cuda:
-        table.notes.append("seed columns: seed 001's Quadro GV100 table (read as N=1, C=K=128, 128x128: then its GEMM "
+        table.notes.append("lecture columns: the lecture's Quadro GV100 table (read as N=1, C=K=128, 128x128: then its GEMM "
                            "workspace of 72 MB is exactly one lowered image). cuDNN's own workspace is not visible "
                            "through torch")
     else:
-        table.notes.append("on a CPU the GPU rows (cuDNN FP32/TF32, the seed's GV100 figures) are absent; acceptance: "
+        table.notes.append("on a CPU the GPU rows (cuDNN FP32/TF32, the lecture's GV100 figures) are absent; acceptance: "
                            "GEMM (im2col) within 2x of torch's CPU conv2d")
     return table

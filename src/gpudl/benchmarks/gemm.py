@@ -2,7 +2,7 @@
 
 On a GPU also a table (and figure) of the Triton kernel's TFLOP/s for several tile sizes.
 CPU: GFLOP/s of ``gpudl.gemm.gemm_blocked`` with the block of ``optimal_block`` (three tiles
-in L3) and two others, against np.matmul; the traffic model of seed 004 against the LRU
+in L3) and two others, against np.matmul; the traffic model of the lecture against the LRU
 simulator; a loop of small GEMMs against one batched call. GPU: ``matmul_triton``
 (autotuned) against cuBLAS at 1024^3 and 4096^3 in FP16 and BF16, and per tile shape.
 """
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> Table:
 
     batch, s = (2048, 8) if args.quick else (8192, 8)        # the batched GEMMs of section 3
     if not args.gpu_only:
-        # 1. Blocked GEMM on the CPU: tiles chosen so that three fit in L3 (seed 004's sqrt(M / 3)).
+        # 1. Blocked GEMM on the CPU: tiles chosen so that three fit in L3 (the lecture's sqrt(M / 3)).
         l3 = cpu_cache_bytes(3)
         block = args.block or optimal_block(l3 // 8)
         g = np.random.default_rng(0)

@@ -1,6 +1,6 @@
 """cuDNN-like convolution: descriptors, forward algorithms and their workspaces, find, backward.
 
-cuDNN (seed 004's walk-through, seed 003's example) describes the input and output with
+cuDNN (the lectures' walk-through and example) describes the input and output with
 tensor descriptors (dtype, dims, strides), the weights with a filter descriptor (dtype,
 format, K, C, R, S) and the operation with a convolution descriptor (pads, strides,
 dilations, mode, compute type, groups, math type). It offers several forward algorithms

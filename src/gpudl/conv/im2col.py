@@ -102,7 +102,7 @@ def conv_im2col(x: torch.Tensor, w: torch.Tensor, conv_desc: ConvolutionDescript
     NCHW: each image lowers to a (C*R*S, P*Q) matrix and ``W (K, C*R*S) @ cols`` is the
     image's output in NCHW. NHWC: the batch lowers to (N*P*Q, R*S*C) and ``cols @ W (R*S*C, K)``
     is the output in NHWC. Each layout has the GEMM orientation that writes its own format,
-    with no transposes (seed 004: flexible layouts avoid "the input/output transposition steps").
+    with no transposes (the lecture: flexible layouts avoid "the input/output transposition steps").
     """
     g = _geometry(x, w, conv_desc)
     wt = _oriented(w, conv_desc)

@@ -3,7 +3,7 @@
 ``C = A @ B`` with ``A`` (M, K) and ``B`` (K, N) is ``M N K`` fused multiply-adds, ``2 M N K``
 FLOPs. Its data is only ``M K + K N + M N`` words: Level 3 BLAS does O(n) FLOPs per word, so
 it can be compute-bound, *if* each word fetched from slow memory is reused many times while
-it sits in fast memory. That reuse is what blocking buys (seed 004, "It's about Block matrix
+it sits in fast memory. That reuse is what blocking buys (the lecture "It's about Block matrix
 access"): with ``N`` blocks per side of an ``n x n`` matrix (tiles of ``b = n / N``),
 
     m = (2N + 2) n^2 words moved,   q = f / m = 2 n^3 / ((2N + 2) n^2) ~ n / N = b,
@@ -14,10 +14,10 @@ The package, one module per idea, in reading order:
 
 ``gemm.loops``          ``gemm_reference`` (the definition: three loops, a dot product per
                         entry), ``LOOP_ORDERS``, ``gemm_loops`` (the triple loop in each of its
-                        six orders), ``gemm_outer`` (accumulated outer products, seed 001),
+                        six orders), ``gemm_outer`` (accumulated outer products, the lecture),
                         ``gemm_blocked`` (block matrix access: products of tiles)
 ``gemm.traffic``        ``naive_traffic``, ``blocked_traffic``, ``computational_intensity``,
-                        ``optimal_block`` (the traffic model of seed 004); ``Trace``,
+                        ``optimal_block`` (the traffic model of the lecture); ``Trace``,
                         ``loop_trace``, ``blocked_trace`` (the memory accesses of a loop nest);
                         ``CacheStats``, ``simulate_traffic`` (an LRU cache that counts the words a
                         trace moves); ``lru_capacity_for_block``, ``traffic_table`` (simulated vs

@@ -1,4 +1,4 @@
-"""Many small GEMMs (seed 004: MAGMA's batched routines): one call each, or one call for all.
+"""Many small GEMMs (the lecture: MAGMA's batched routines): one call each, or one call for all.
 
 ``gemm_batched_loop``, ``gemm_batched``, ``gemm_batched_outer``   a loop of GEMM calls, one
                                 batched call, and the batched computation written out

@@ -7,8 +7,8 @@ which differ only in the order memory is walked:
 ``gemm_reference``              the definition: three loops, a dot product per entry (small matrices)
 ``LOOP_ORDERS``, ``gemm_loops`` the same triple loop in each of its six orders
 ``gemm_outer``                  accumulated outer products: one column of A and one row of B at a
-                                time, each element of A and B read once (seed 001)
-``gemm_blocked``                block matrix access: products of tiles, edge tiles included (seed 004)
+                                time, each element of A and B read once (the lecture)
+``gemm_blocked``                block matrix access: products of tiles, edge tiles included (the lecture)
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def _result_dtype(A: np.ndarray, B: np.ndarray) -> np.dtype:
 
 @reference
 def gemm_reference(A: Any, B: Any) -> np.ndarray:
-    """``C[i, j] = sum_k A[i, k] B[k, j]``, three Python loops (seed 001's "independent dot
+    """``C[i, j] = sum_k A[i, k] B[k, j]``, three Python loops (the lecture's "independent dot
     products"). For small matrices: it does M N K Python multiply-adds."""
     A, B = _check_operands(A, B)
     m, k = A.shape
@@ -80,7 +80,7 @@ def gemm_loops(A: Any, B: Any, order: str = "ijk") -> np.ndarray:
 
 @reference
 def gemm_outer(A: Any, B: Any) -> np.ndarray:
-    """``C = sum_k outer(A[:, k], B[k, :])``: accumulated outer products (seed 001).
+    """``C = sum_k outer(A[:, k], B[k, :])``: accumulated outer products (the lecture).
 
     Each step reads one column of A and one row of B, once, and updates all of C: the
     accumulator is what must stay in fast memory (registers, in a GPU thread's tile)."""
@@ -100,7 +100,7 @@ def _tile_sizes(block: int | Sequence[int]) -> tuple[int, int, int]:
 
 @reference
 def gemm_blocked(A: Any, B: Any, block: int | Sequence[int] = 256) -> np.ndarray:
-    """Block matrix access (seed 004): ``C_ij += A_ik B_kj`` over tiles of ``block`` (an int,
+    """Block matrix access (the lecture): ``C_ij += A_ik B_kj`` over tiles of ``block`` (an int,
     or ``(bm, bn, bk)``). Edge tiles are smaller when a size is not a multiple of the block.
 
     Each tile product is one ``np.matmul`` on views (no copies); the accumulator tile of C

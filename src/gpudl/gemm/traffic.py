@@ -1,4 +1,4 @@
-"""The traffic blocking saves: seed 004's model, and an LRU cache simulator to check it against.
+"""The traffic blocking saves: the lecture's model, and an LRU cache simulator to check it against.
 
 With ``N`` blocks per side of an ``n x n`` matrix (tiles of ``b = n / N``), blocked GEMM moves
 ``m = (2N + 2) n^2`` words between slow and fast memory, so it does ``q = f / m ~ b`` FLOPs per
@@ -27,7 +27,7 @@ from ..bench import gemm_flops       # 2 M N K: Unit 02's count, for q = f / m
 from ..references import reference
 from .loops import LOOP_ORDERS
 
-# --- the traffic model (seed 004) -------------------------------------------------------------
+# --- the traffic model (the lecture) -------------------------------------------------------------
 
 def _positive(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -47,7 +47,7 @@ def naive_traffic(n: int) -> int:
 
 @reference
 def blocked_traffic(n: int, block: int) -> int:
-    """Words moved by blocked GEMM on ``n x n`` matrices with ``block x block`` tiles (seed 004).
+    """Words moved by blocked GEMM on ``n x n`` matrices with ``block x block`` tiles (the lecture).
 
     With ``N = ceil(n / block)`` blocks per side: for every tile ``C_ij`` (read once, written
     once: 2 n^2 in all), the N tiles of block row ``A_i*`` and the N tiles of block column
@@ -70,7 +70,7 @@ def computational_intensity(n: int, block: int | None = None) -> float:
 @reference
 def optimal_block(fast_memory_words: int) -> int:
     """The largest block ``b`` whose three tiles (of A, B and C) fit in fast memory:
-    ``3 b^2 <= M``, so ``b = floor(sqrt(M / 3))`` (seed 004)."""
+    ``3 b^2 <= M``, so ``b = floor(sqrt(M / 3))`` (the lecture)."""
     words = _positive("fast_memory_words", fast_memory_words)
     if words < 3:
         raise ValueError(f"three tiles of even 1 word need 3 words of fast memory, got {words}")
