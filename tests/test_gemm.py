@@ -308,10 +308,10 @@ def test_triton_tma_kernel_and_relaunch_on_gpu(dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="times the kernel against cuBLAS on a GPU")
 def test_triton_vs_torch_times_calls_and_graph_replays_on_gpu():
-    r = gemm.triton_vs_torch(512, "fp16", budget_s=0.2, rounds=1)
+    r = gemm.triton_vs_torch(512, "fp16", budget_s=0.3, rounds=3, warm_s=0.1)
     assert r["max rel err"] < 1e-2 and r["config"]
     assert 0 < r["triton TFLOP/s"] and 0 < r["cuBLAS TFLOP/s"]
-    assert r["ratio"] == pytest.approx(r["triton TFLOP/s"] / r["cuBLAS TFLOP/s"])
+    assert len(r["round ratios"]) == 3 and r["ratio"] == sorted(r["round ratios"])[1]     # the paired median
     assert 0.05 < r["kernel ratio"] < 20                 # both graphs replayed real work
 
 

@@ -24,7 +24,6 @@ Public names: ``conv_implicit_gemm``.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import torch
 
@@ -171,19 +170,9 @@ def _one_kernel(x: torch.Tensor, w: torch.Tensor, g: _Geometry, cd: ConvolutionD
 
 def _tune(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor,
           precision: str) -> tuple:
-    import triton.testing
+    from .._launch import fastest
 
-    times: dict[tuple, Any] = {}
-    for tiles in _TILES:
-        try:
-            times[tiles] = triton.testing.do_bench(lambda t=tiles: _launch(x, w, y, g, cd, t, precision),
-                                                   return_mode="median")
-        except Exception as e:      # noqa: BLE001 - a tile that does not fit this GPU or dtype
-            if "resource" not in type(e).__name__.lower() and "shared memory" not in str(e):
-                raise
-    if not times:
-        raise RuntimeError("no tile shape of the implicit GEMM kernel fits this GPU")
-    return min(times, key=times.get)
+    return fastest(_TILES, lambda tiles: _launch(x, w, y, g, cd, tiles, precision))
 
 
 # --- the algorithm ------------------------------------------------------------------------------------
