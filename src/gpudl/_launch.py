@@ -15,6 +15,7 @@ the JIT every time. ``_scratch`` gives device-side tensor descriptors (TMA) thei
 scratch from a per-stream buffer instead of a new allocation each launch
 (``ensure_tma_allocator`` installs it; it replaces any allocator set before in that thread).
 ``fastest`` is the tuned kernels' autotuner: it times candidate launches and keeps the fastest.
+``compiled_for`` says whether Triton kernels run compiled (not interpreted) for a tensor.
 """
 from __future__ import annotations
 
@@ -128,6 +129,12 @@ def ensure_tma_allocator() -> None:
 
         triton.set_allocator(_scratch)
         _ALLOCATOR_SET.done = True
+
+
+def compiled_for(t: Any) -> bool:
+    """Whether a Triton kernel given tensor ``t`` runs compiled: ``t`` is on a GPU and Triton is not
+    interpreting (gpudl sets ``TRITON_INTERPRET=1`` on machines without one)."""
+    return bool(t.is_cuda) and os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
 
 
 def _out_of_resources(e: Exception) -> bool:

@@ -23,10 +23,9 @@ Public names: ``conv_implicit_gemm``.
 """
 from __future__ import annotations
 
-import os
-
 import torch
 
+from .._launch import Relauncher, compiled_for, fastest
 from ..references import reference
 from .descriptors import ConvolutionDescriptor, Mode
 from .geometry import _empty_like_format, _geometry, _Geometry, _is_nhwc, _oriented, _taps
@@ -120,17 +119,15 @@ _TILES = ((128, 128, 16, 8, 3), (128, 128, 32, 8, 3), (128, 64, 32, 4, 3), (64, 
           (64, 128, 32, 4, 3))
 _INTERPRETER_TILES = (32, 32, 16, 4, 1)      # the interpreter runs programs one by one: few, large ones
 _CHOSEN: dict[tuple, tuple] = {}
-_RELAUNCH = None
+_RELAUNCH = Relauncher(_implicit_gemm_kernel) if triton is not None else None
 
 
 def _use_kernel(x: torch.Tensor) -> bool:
-    return (triton is not None and x.is_cuda and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
-            and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"))
+    return triton is not None and compiled_for(x) and x.dtype in (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _launch(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor,
             tiles: tuple, precision: str) -> None:
-    global _RELAUNCH
     bk, bpix, bc, warps, stages = tiles
     npq = g.n * g.p * g.q
     grid = (-(-npq // bpix), -(-g.kg // bk), g.groups)
@@ -139,10 +136,6 @@ def _launch(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: _Geometry, cd:
             *x.stride(), sk, sc, sr, ss, *y.stride())
     meta = dict(BLOCK_K=bk, BLOCK_PIX=bpix, BLOCK_C=bc, FLIP=cd.mode is Mode.CONVOLUTION, PRECISION=precision,
                 num_warps=warps, num_stages=stages)
-    if _RELAUNCH is None:
-        from .._launch import Relauncher
-
-        _RELAUNCH = Relauncher(_implicit_gemm_kernel)
     _RELAUNCH.launch(grid, args, meta, (tiles, precision, meta["FLIP"], x.get_device() if x.is_cuda else -1))
 
 
@@ -170,8 +163,6 @@ def _one_kernel(x: torch.Tensor, w: torch.Tensor, g: _Geometry, cd: ConvolutionD
 
 def _tune(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor,
           precision: str) -> tuple:
-    from .._launch import fastest
-
     return fastest(_TILES, lambda tiles: _launch(x, w, y, g, cd, tiles, precision))
 
 

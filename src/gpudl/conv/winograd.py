@@ -21,10 +21,9 @@ Public names, in order: ``WINOGRAD_BT``, ``WINOGRAD_G``, ``WINOGRAD_AT``, ``wino
 """
 from __future__ import annotations
 
-import os
-
 import torch
 
+from .._launch import compiled_for
 from ..references import reference
 from .descriptors import Algo, ConvolutionDescriptor, NotSupportedError, Status, _support
 from .geometry import _compute_dtype, _empty_like_format, _geometry, _Geometry, _oriented, _padded
@@ -224,7 +223,7 @@ _BLOCK_T = 256
 
 
 def _use_kernels(x: torch.Tensor) -> bool:
-    return triton is not None and x.is_cuda and os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
+    return triton is not None and compiled_for(x)
 
 
 def _input_transform_kernel(x: torch.Tensor, g: _Geometry, ph: int, pw: int, tp: int, tq: int,
