@@ -345,6 +345,14 @@ def attn_section():
 
 # --- GEMM ----------------------------------------------------------------------------------------
 
+def gemm_operands(n, dt):
+    """A, B (n x n, seeded by n), an output buffer and cuBLAS's product."""
+    g = torch.Generator(device="cuda").manual_seed(n)
+    a = torch.randn(n, n, device="cuda", generator=g).to(dt)
+    b = torch.randn(n, n, device="cuda", generator=g).to(dt)
+    return a, b, torch.empty(n, n, device="cuda", dtype=dt), torch.matmul(a, b)
+
+
 def gemm_section():
     say("\n=== GEMM: matmul_triton candidates vs cuBLAS (ratio = cuBLAS time / candidate time) ===")
     for dt in GEMM_DTYPES:
@@ -352,11 +360,7 @@ def gemm_section():
             if left() < 40:
                 say("(gemm cut short: budget)")
                 return
-            g = torch.Generator(device="cuda").manual_seed(n)
-            a = torch.randn(n, n, device="cuda", generator=g).to(dt)
-            b = torch.randn(n, n, device="cuda", generator=g).to(dt)
-            c = torch.empty(n, n, device="cuda", dtype=dt)
-            ref = torch.matmul(a, b)
+            a, b, c, ref = gemm_operands(n, dt)
             rep = 40
             cub = bench(lambda: torch.matmul(a, b), rep)
             res = {}
@@ -409,11 +413,7 @@ def gemm2_section():
             if left() < 40:
                 say("(gemm2 cut short: budget)")
                 return
-            g = torch.Generator(device="cuda").manual_seed(n)
-            a = torch.randn(n, n, device="cuda", generator=g).to(dt)
-            b = torch.randn(n, n, device="cuda", generator=g).to(dt)
-            c = torch.empty(n, n, device="cuda", dtype=dt)
-            ref = torch.matmul(a, b)
+            a, b, c, ref = gemm_operands(n, dt)
             cub = lambda: torch.matmul(a, b)                           # noqa: E731
             cb, cg = bench(cub, 40), graph_ms(cub, 20 if n == 1024 else 10, 5)
             rows = []

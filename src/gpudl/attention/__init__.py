@@ -23,12 +23,8 @@ softmax (the *online softmax*): when a new block of scores raises the maximum fr
 ``m'``, everything accumulated so far is rescaled by ``exp(m - m')``. The result is exact; the
 score tiles never leave on-chip memory; the working memory is O(N d).
 
-Masks follow torch: a boolean mask is True where a query may attend to a key, a float mask is
-added to the scores, and ``causal=True`` lets query ``i`` attend to keys ``j <= i`` (aligned at
-the top left, like ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``).
-A query row that may attend to *no* key gets an output of zeros, as torch's reference does:
-the softmax of an empty set is undefined (0/0), and zeros (an empty weighted sum) keep padding
-rows from spreading NaN through the rest of a network.
+Masks follow torch (``gpudl.attention.reference`` says how, and what a row that may attend to
+no key gets: zeros).
 
 The package, one module per idea, in reading order:
 
