@@ -277,6 +277,53 @@ def test_triton_validates():
                        torch.zeros(3, 2).half())
 
 
+def test_triton_config_validates_clusters():
+    assert gemm.TritonConfig(256, 64, 64, num_ctas=2).label == "256x64x64 cluster 2"
+    with pytest.raises(ValueError, match="num_ctas"):
+        gemm.TritonConfig(128, 64, 64, num_ctas=3)
+    if not CUDA:
+        a = torch.zeros(32, 32, dtype=torch.float16)
+        with pytest.raises(ValueError, match="clusters"):
+            gemm.matmul_triton(a, a, config=gemm.TritonConfig(64, 32, 32, num_ctas=2))
+
+
+def test_lean_path_launches_the_kept_plan_only_for_its_signature(monkeypatch):
+    """A repeated call goes straight to the launch kept for its signature; any other call (other
+    strides, an unaligned base, ``out`` given) takes the long way; a plan that fails is dropped."""
+    from gpudl import _launch
+    from gpudl.gemm import triton_kernel as GK
+
+    g = torch.Generator().manual_seed(4)
+    a = torch.randn(24, 40, generator=g).half()
+    b = torch.randn(40, 16, generator=g).half()
+    used = []
+
+    def plan(a_, b_, out):                  # stands in for the compiled kernel's launch
+        used.append((a_.data_ptr(), b_.data_ptr()))
+        out.fill_(7)
+    monkeypatch.setattr(GK, "_PLANS", {GK._signature(a, b): plan})
+    assert torch.equal(gemm.matmul_triton(a, b), torch.full((24, 16), 7.0, dtype=torch.float16))
+    assert used == [(a.data_ptr(), b.data_ptr())]
+    a2 = torch.randn(24, 40, generator=g).half()                 # same signature, other data
+    assert torch.equal(gemm.matmul_triton(a2, b), torch.full((24, 16), 7.0, dtype=torch.float16))
+    assert len(used) == 2
+    _close_fp(gemm.matmul_triton(a.t().contiguous().t(), b), a, b)    # other strides
+    _close_fp(gemm.matmul_triton(a, b, out=torch.empty(24, 16, dtype=torch.float16)), a, b)
+    buf = torch.randn(24 * 40 + 1, generator=g).half()
+    unaligned = buf[1:].view(24, 40)                                # base 2 bytes past a 16-byte line
+    assert unaligned.data_ptr() % 16 and GK._signature(unaligned, b) in GK._PLANS
+    _close_fp(gemm.matmul_triton(unaligned, b), unaligned, b)
+    assert len(used) == 2
+    assert GK._signature([[1.0]], b) is None
+
+    def broken(a_, b_, out):
+        raise RuntimeError("this Triton launches compiled kernels otherwise")
+    monkeypatch.setattr(GK, "_PLANS", {GK._signature(a, b): broken})
+    monkeypatch.setattr(_launch, "RELAUNCH", _launch.RELAUNCH)     # give_up() turns it off; restored after
+    _close_fp(gemm.matmul_triton(a, b), a, b)                      # the long way, still right
+    assert GK._PLANS == {} and _launch.RELAUNCH is False
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not CUDA, reason="the autotuned kernel runs on a GPU")
 @pytest.mark.parametrize("n", [512, 1000])
@@ -299,8 +346,14 @@ def test_triton_tma_kernel_and_relaunch_on_gpu(dtype):
             c = torch.full((300, 136), float("nan"), device="cuda", dtype=dtype)
             _close_fp(gemm.matmul_triton(a, b, config=tma, out=c), a, b)
     first = gemm.matmul_triton(a, b)                     # autotuned over TRITON_CONFIGS
-    assert torch.equal(gemm.matmul_triton(a, b), first)
+    from gpudl.gemm import triton_kernel as GK
+    assert GK._signature(a, b) in GK._PLANS              # kept for the lean path...
+    assert torch.equal(gemm.matmul_triton(a, b), first)  # ...which gives the same result
     _close_fp(first, a, b)
+    a2 = torch.randn(300, 264, device="cuda", dtype=dtype)
+    _close_fp(gemm.matmul_triton(a2, b), a2, b)          # the same plan, other data
+    bt = b.t().contiguous().t()
+    _close_fp(gemm.matmul_triton(a, bt), a, bt)          # other strides: a plan of its own
     with pytest.raises(ValueError, match="TMA|tma"):
         gemm.matmul_triton(a[:, 1:], b[1:], config=tma)  # rows not 16-byte aligned: not for TMA
 

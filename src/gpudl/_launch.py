@@ -80,7 +80,6 @@ class Relauncher:
         self.constexprs = [p.name for p in params[first:]]
 
     def launch(self, grid: tuple, args: tuple, meta: dict[str, Any], tag: Any) -> None:
-        global RELAUNCH
         if not RELAUNCH:
             self.jit[grid](*args, **meta)
             return
@@ -95,9 +94,31 @@ class Relauncher:
         try:
             kernel[(*grid, 1, 1)[:3]](*args, *constexprs)      # a compiled kernel's runner reads grid[0..2]
         except Exception:       # noqa: BLE001 - a Triton whose compiled kernels launch otherwise: use the JIT
-            RELAUNCH = False
-            self.kernels.clear()
+            self.give_up()
             self.jit[grid](*args, **meta)
+
+    def bound(self, grid: tuple, args: tuple, tag: Any, fixed_from: int) -> Callable[..., None] | None:
+        """After a ``launch`` with these ``args`` and ``tag``: a function of the first
+        ``fixed_from`` arguments that launches the same compiled kernel on ``grid`` with the
+        rest of ``args`` (and the constexprs) as they were. The caller guarantees that what
+        Triton specializes on is unchanged for those first arguments (dtype, 16-byte alignment).
+        None when relaunching is off or that launch went through the JIT only."""
+        found = self.kernels.get((tag, _spec(args))) if RELAUNCH else None
+        if found is None:
+            return None
+        kernel, constexprs = found
+        runner = kernel[(*grid, 1, 1)[:3]]
+        rest = (*args[fixed_from:], *constexprs)
+
+        def run(*first: Any) -> None:
+            runner(*first, *rest)
+        return run
+
+    def give_up(self) -> None:
+        """Relaunching failed: every later launch of every kernel goes through the JIT."""
+        global RELAUNCH
+        RELAUNCH = False
+        self.kernels.clear()
 
 
 _SCRATCH: dict[tuple, Any] = {}

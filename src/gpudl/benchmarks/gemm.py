@@ -120,8 +120,8 @@ def run(args: argparse.Namespace) -> Table:
         table.figures["gemm_triton_tiles"] = _sweep_figure(sweep)
         spec = hardware.detect()
         table.notes.append(f"GPU: {spec.name if spec else 'unknown'}; CUDA events with L2 flushed before each run, "
-                           "median; after 1 s of both untimed (the clock of sustained work), triton and cuBLAS timed in 7 "
-                           "alternating rounds; the ratio is the median of the rounds' ratios; acceptance: triton / cuBLAS "
+                           "median; after 1 s of both untimed (the clock of sustained work), triton and cuBLAS timed in 15 "
+                           "rounds, in alternating order; the ratio is the median of the rounds' ratios; acceptance: triton / cuBLAS "
                            ">= 0.95 at 4096^3 and >= 0.90 at 1024^3, FP16 and BF16. 'triton / cuBLAS' times the "
                            "Python calls, 'kernels (CUDA graph)' replays of the same calls captured in a CUDA graph: "
                            "they differ where the host issues a call more slowly than the GPU runs it (the per-call "
