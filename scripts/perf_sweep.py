@@ -91,7 +91,7 @@ def att_ptr_launch(q, k, v, out, causal, c):
     lk = k.shape[1]
     key = 1 << (max(lq, lk) - 1).bit_length()
     grid = (triton.cdiv(lq, c["BM"]), z)
-    TT.attention_tuned_kernel.fn[grid](*TP._launch_args(q, k, v, out), lq, lk, key,
+    TT.attention_tuned_kernel[grid](*TP._launch_args(q, k, v, out), lq, lk, key,
                                        (d ** -0.5) * TT.LOG2_E, HEAD_DIM=d, BLOCK_D=TP._block_d(d), CAUSAL=causal,
                                        PRECISION="tf32", BLOCK_M=c["BM"], BLOCK_N=c["BN"],
                                        num_warps=c["w"], num_stages=c["s"])
@@ -302,8 +302,7 @@ def attn_section():
             pl = lambda: flash_attention_triton_plain(q, k, v, causal=causal)          # noqa: E731
             tu = lambda: flash_attention_triton(q, k, v, causal=causal)                # noqa: E731
             tu()
-            best = TT.attention_tuned_kernel.best_config
-            tcfg = f"{best.kwargs['BLOCK_M']}x{best.kwargs['BLOCK_N']} w{best.num_warps} s{best.num_stages}"
+            tcfg = TT._chosen_label(n, n, d, causal, q.dtype, torch.cuda.current_device())
             err = float((tu().float() - ref.float()).abs().max())
             budget = 0.25 if n <= 4096 else 0.5
             t_sd, t_pl, t_tu = tc(sd, budget), tc(pl, budget), tc(tu, budget)
@@ -332,13 +331,6 @@ def attn_section():
                 f"{bt} {tma.get(bt, float('nan')):.4f} ({t_sd / tma.get(bt, float('nan')):.3f}x)  err {err:.1e}")
             say("   ptr: " + ", ".join(f"{k_} {v_:.4f}" for k_, v_ in sorted(ptr.items(), key=lambda kv: kv[1])[:8]))
             say("   tma: " + ", ".join(f"{k_} {v_:.4f}" for k_, v_ in sorted(tma.items(), key=lambda kv: kv[1])))
-            try:
-                say("   tuned autotune timings: " + ", ".join(
-                    f"{c.kwargs['BLOCK_M']}x{c.kwargs['BLOCK_N']}w{c.num_warps}s{c.num_stages}={t_[0]:.4f}"
-                    for c, t_ in sorted((getattr(TT.attention_tuned_kernel, 'configs_timings', None) or {}).items(),
-                                        key=lambda kv: kv[1][0])[:5]))
-            except Exception as e:                                  # noqa: BLE001
-                say("   (no autotune timings:", e, ")")
             del q, k, v, qf, kf, vf, out, ref
             torch.cuda.empty_cache()
 

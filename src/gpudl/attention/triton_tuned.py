@@ -14,7 +14,7 @@ from typing import Any
 
 from ..references import reference
 from .reference import _default_scale
-from .._launch import Relauncher
+from .._launch import Relauncher, fastest
 from .triton_plain import _block_d, _interpreting, _launch_args, _prepare_strides, _require_triton, triton
 
 LOG2_E = 1.4426950408889634        # exp(x) = exp2(x * log2(e))
@@ -104,38 +104,47 @@ if triton is not None:
         else:
             tl.store(o_ptrs, out, mask=(offs_m[:, None] < N_Q) & (offs_d[None, :] < HEAD_DIM))
 
-    # The configurations tried on a GPU: measured on an H100 and an H200 (fp16/bf16, d = 64,
-    # L = 256..16384, causal and not; scripts/perf_sweep.py), these eight hold the fastest
-    # one at every length within a few percent. 64-row tiles win at short causal lengths
-    # (more programs, less work wasted on the diagonal), 128 x 64 with 8 warps at long ones.
-    CONFIGS = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
-               for bm, bn, w, s in ((64, 32, 4, 4), (64, 64, 4, 3), (64, 64, 4, 4), (128, 64, 4, 3),
-                                    (128, 64, 4, 4), (128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 4, 3))]
+    # The configurations tried on a GPU, as (BLOCK_M, BLOCK_N, num_warps, num_stages): measured on
+    # an H100 and an H200 (fp16/bf16, d = 64, L = 256..16384, causal and not; scripts/perf_sweep.py),
+    # these eight hold the fastest one at every length within a few percent. 64-row tiles win at
+    # short causal lengths (more programs, less work wasted on the diagonal), 128 x 64 with 8 warps
+    # at long ones.
+    TILES = ((64, 32, 4, 4), (64, 64, 4, 3), (64, 64, 4, 4), (128, 64, 4, 3),
+             (128, 64, 4, 4), (128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 4, 3))
     if _interpreting():
-        CONFIGS = [triton.Config({"BLOCK_M": 16, "BLOCK_N": 16}, num_warps=4, num_stages=1)]
+        TILES = ((16, 16, 4, 1),)
 
-    # no bounds checks where the lengths fill whole tiles and d is a power of two
+    # no bounds checks where the lengths fill whole tiles and d is a power of two; launched with
+    # a fixed configuration (BLOCK_M=..., BLOCK_N=..., num_warps=..., num_stages=...), it works
+    # out EVEN_M and EVEN_N itself
     _EVEN = {"EVEN_M": lambda a: _even(a["N_Q"], a["BLOCK_M"], a["HEAD_DIM"], a["BLOCK_D"]),
              "EVEN_N": lambda a: _even(a["N_K"], a["BLOCK_N"], a["HEAD_DIM"], a["BLOCK_D"])}
-    attention_tuned_kernel = triton.autotune(configs=CONFIGS, key=["N_CTX_KEY", "HEAD_DIM", "CAUSAL"],
-                                             cache_results=True)(triton.heuristics(_EVEN)(_attention_tuned_fwd))
+    attention_tuned_kernel = triton.heuristics(_EVEN)(_attention_tuned_fwd)
 
 
 def _even(n: int, block: int, head_dim: int, block_d: int) -> bool:
     return n % block == 0 and head_dim == block_d
 
 
-# (length bucket, d, causal, dtype, device) -> the autotuner's choice, as launch keywords
-_CHOSEN: dict[tuple, dict[str, Any]] = {}
+# (length bucket, d, causal, dtype, device) -> the autotuner's choice, one of TILES
+_CHOSEN: dict[tuple, tuple[int, int, int, int]] = {}
 _RELAUNCH = Relauncher(_attention_tuned_fwd) if triton is not None else None
 
 
 def _chosen_label(lq: int, lk: int, d: int, causal: bool, dtype: Any, device: int) -> str:
     """The autotuner's choice for such a call, e.g. "128x64 w8 s3" ("" before the first call)."""
     c = _CHOSEN.get((1 << (max(lq, lk) - 1).bit_length(), d, bool(causal), dtype, device))
-    return f"{c['BLOCK_M']}x{c['BLOCK_N']} w{c['num_warps']} s{c['num_stages']}" if c else ""
+    return f"{c[0]}x{c[1]} w{c[2]} s{c[3]}" if c else ""
 
 
+def _launch(tile: tuple[int, int, int, int], args: tuple, z: int, lq: int, lk: int, d: int, causal: bool,
+            precision: str, tag: tuple) -> None:
+    bm, bn, warps, stages = tile
+    bd = _block_d(d)
+    even_m, even_n = _even(lq, bm, d, bd), _even(lk, bn, d, bd)
+    _RELAUNCH.launch((-(-lq // bm), z), args,
+                     dict(HEAD_DIM=d, BLOCK_D=bd, CAUSAL=causal, PRECISION=precision, EVEN_M=even_m, EVEN_N=even_n,
+                          BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages), (tag, tile, even_m, even_n))
 
 
 @reference
@@ -150,9 +159,10 @@ def flash_attention_triton(q: Any, k: Any, v: Any, causal: bool = False, scale: 
     FP32 inputs use exact (IEEE) products, not TF32.
 
     The host's work per call is kept small, because at short lengths it is as long as the
-    kernel (an H100 runs L = 512, batch 8, 16 heads in about 27 us): the autotuner runs once
-    per (length bucket, d, causal, dtype, device), and later calls launch the compiled kernel
-    with the configuration it chose, past the autotuner's and the heuristics' Python layers.
+    kernel (an H100 runs L = 512, batch 8, 16 heads in about 27 us): the autotuner (``fastest``,
+    shared with the GEMM and the implicit GEMM: the GPU warmed first, the three fastest of
+    ``TILES`` raced in turns) runs once per (length bucket, d, causal, dtype, device), and later
+    calls launch the compiled kernel with the tile it chose, past the JIT's Python layers.
     """
     _require_triton()
     qa, ka, va, batch, z, strides = _prepare_strides(q, k, v, "flash_attention_triton")
@@ -164,16 +174,11 @@ def flash_attention_triton(q: Any, k: Any, v: Any, causal: bool = False, scale: 
     key = 1 << (max(lq, lk) - 1).bit_length()            # tune once per power-of-two length bucket
     precision = "ieee" if q.dtype == torch.float32 else "tf32"
     args = (*_launch_args(qa, ka, va, out, strides), lq, lk, key, _default_scale(d, scale) * LOG2_E)
-    bd, causal = _block_d(d), bool(causal)
+    causal = bool(causal)
     tag = (key, d, causal, q.dtype, q.get_device())
-    chosen = _CHOSEN.get(tag)
-    if chosen is None:                                    # first call for this tag: autotune (and run)
-        attention_tuned_kernel[lambda meta: (triton.cdiv(lq, meta["BLOCK_M"]), z)](
-            *args, HEAD_DIM=d, BLOCK_D=bd, CAUSAL=causal, PRECISION=precision)
-        _CHOSEN[tag] = attention_tuned_kernel.best_config.all_kwargs()
-        return out
-    bm, bn = chosen["BLOCK_M"], chosen["BLOCK_N"]
-    even_m, even_n = _even(lq, bm, d, bd), _even(lk, bn, d, bd)
-    _RELAUNCH.launch((-(-lq // bm), z), args, dict(HEAD_DIM=d, BLOCK_D=bd, CAUSAL=causal, PRECISION=precision,
-                                                   EVEN_M=even_m, EVEN_N=even_n, **chosen), (tag, even_m, even_n))
+    tile = _CHOSEN.get(tag)
+    if tile is None:                 # first call for this tag: time every tile (gpudl._launch.fastest)
+        tile = _CHOSEN[tag] = TILES[0] if len(TILES) == 1 else fastest(
+            TILES, lambda t: _launch(t, args, z, lq, lk, d, causal, precision, tag))
+    _launch(tile, args, z, lq, lk, d, causal, precision, tag)
     return out
