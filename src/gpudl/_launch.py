@@ -16,6 +16,7 @@ scratch from a per-stream buffer instead of a new allocation each launch
 (``ensure_tma_allocator`` installs it; it replaces any allocator set before in that thread).
 ``fastest`` is the tuned kernels' autotuner: it times candidate launches and keeps the fastest.
 ``compiled_for`` says whether Triton kernels run compiled (not interpreted) for a tensor.
+``give_up`` turns relaunching off for the rest of the process, once a relaunch has failed.
 """
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ class Relauncher:
         try:
             kernel[(*grid, 1, 1)[:3]](*args, *constexprs)      # a compiled kernel's runner reads grid[0..2]
         except Exception:       # noqa: BLE001 - a Triton whose compiled kernels launch otherwise: use the JIT
-            self.give_up()
+            give_up()
             self.jit[grid](*args, **meta)
 
     def bound(self, grid: tuple, args: tuple, tag: Any, fixed_from: int) -> Callable[..., None] | None:
@@ -114,11 +115,12 @@ class Relauncher:
             runner(*first, *rest)
         return run
 
-    def give_up(self) -> None:
-        """Relaunching failed: every later launch of every kernel goes through the JIT."""
-        global RELAUNCH
-        RELAUNCH = False
-        self.kernels.clear()
+
+def give_up() -> None:
+    """Relaunching failed: every later launch of every kernel goes through the JIT (the kept
+    compiled kernels are no longer used)."""
+    global RELAUNCH
+    RELAUNCH = False
 
 
 _SCRATCH: dict[tuple, Any] = {}

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
 import triton.language as tl
 
-from .._launch import Relauncher, ensure_tma_allocator, fastest
+from .._launch import Relauncher, ensure_tma_allocator, fastest, give_up
 from ..bench import gemm_flops       # 2 M N K: Unit 02's count, for TFLOP/s
 from ..references import reference
 
@@ -249,8 +249,7 @@ def _call(cfg: TritonConfig, a: Any, b: Any, out: Any, precision: str) -> tuple:
     M, K = a.shape
     N = b.shape[1]
     tiles = -(-M // cfg.block_m) * -(-N // cfg.block_n)
-    meta = dict(BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                num_warps=cfg.num_warps, num_stages=cfg.num_stages, num_ctas=cfg.num_ctas)
+    meta = dict(cfg.meta(), num_warps=cfg.num_warps, num_stages=cfg.num_stages, num_ctas=cfg.num_ctas)
     if cfg.tma:
         device = a.get_device()
         sms = _device_facts(device)[0]
@@ -327,7 +326,7 @@ def _lean(a: Any, b: Any) -> Any:
     try:
         plan(a, b, out)
     except Exception:       # noqa: BLE001 - a Triton whose compiled kernels launch otherwise: use the JIT
-        _PLAIN.give_up()
+        give_up()
         _PLANS.clear()
         return None
     return out
