@@ -15,7 +15,8 @@ the JIT every time. ``_scratch`` gives device-side tensor descriptors (TMA) thei
 scratch from a per-stream buffer instead of a new allocation each launch
 (``ensure_tma_allocator`` installs it; it replaces any allocator set before in that thread).
 ``fastest`` is the tuned kernels' autotuner: it times candidate launches and keeps the fastest.
-``compiled_for`` says whether Triton kernels run compiled (not interpreted) for a tensor.
+``compiled_for`` says whether Triton kernels run compiled (not interpreted) for a tensor,
+``interpreting`` whether Triton interprets, ``input_precision`` ``tl.dot``'s precision for a dtype.
 ``give_up`` turns relaunching off for the rest of the process, once a relaunch has failed.
 """
 from __future__ import annotations
@@ -23,6 +24,23 @@ from __future__ import annotations
 import os
 import threading
 from typing import Any, Callable
+
+
+def interpreting() -> bool:
+    """Whether Triton runs kernels in its interpreter (``TRITON_INTERPRET`` set; gpudl sets it
+    on machines without a GPU): the one test of it for every Triton kernel in the package."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def input_precision(dtype: Any) -> str:
+    """``tl.dot``'s input precision for inputs of torch ``dtype``, as torch's own matmuls would
+    multiply them: FP32 in TF32 only when ``torch.backends.cuda.matmul.allow_tf32`` is set, else
+    in true FP32 ("ieee"). 16-bit inputs ignore the setting (they get "tf32", Triton's default)."""
+    import torch
+
+    if dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32:
+        return "ieee"
+    return "tf32"
 
 
 def _version_ok() -> bool:
@@ -34,8 +52,7 @@ def _version_ok() -> bool:
         major, minor = (int(x) for x in triton.__version__.split(".")[:2])
     except ValueError:
         return False
-    interpreting = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-    return (3, 3) <= (major, minor) < (4, 0) and not interpreting and os.environ.get("GPUDL_TRITON_RELAUNCH",
+    return (3, 3) <= (major, minor) < (4, 0) and not interpreting() and os.environ.get("GPUDL_TRITON_RELAUNCH",
                                                                                         "1") != "0"
 
 
@@ -157,7 +174,7 @@ def ensure_tma_allocator() -> None:
 def compiled_for(t: Any) -> bool:
     """Whether a Triton kernel given tensor ``t`` runs compiled: ``t`` is on a GPU and Triton is not
     interpreting (gpudl sets ``TRITON_INTERPRET=1`` on machines without one)."""
-    return bool(t.is_cuda) and os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
+    return bool(t.is_cuda) and not interpreting()
 
 
 def _out_of_resources(e: Exception) -> bool:

@@ -42,6 +42,7 @@ import triton                  # gpudl's __init__ has set TRITON_INTERPRET=1 whe
 import triton.language as tl
 
 from . import roofline
+from ._launch import interpreting
 from .hardware import bytes_per_element, normalize_dtype
 from .references import reference
 
@@ -90,10 +91,6 @@ def bias_gelu_residual_kernel(x_ptr, bias_ptr, res_ptr, y_ptr, n_elements, cols,
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def _interpreted() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
 def bias_gelu_residual_triton(x: Any, bias: Any, residual: Any, *, block: int | None = None) -> Any:
     """The chain as one Triton kernel: each input read once, the output written once.
 
@@ -105,14 +102,14 @@ def bias_gelu_residual_triton(x: Any, bias: Any, residual: Any, *, block: int | 
     _check_chain(x, bias, residual)
     if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
         raise TypeError(f"expected float32, float16 or bfloat16, got {x.dtype}")
-    if x.dtype == torch.bfloat16 and _interpreted():
+    if x.dtype == torch.bfloat16 and interpreting():
         raise TypeError("Triton's interpreter has no bfloat16 (NumPy lacks it): use float16 or float32 on a CPU")
     x, bias, residual = x.contiguous(), bias.contiguous(), residual.contiguous()
     y = torch.empty_like(x)
     n = x.numel()
     if n == 0:
         return y
-    block = block or (4096 if _interpreted() else 1024)
+    block = block or (4096 if interpreting() else 1024)
     bias_gelu_residual_kernel[(triton.cdiv(n, block),)](x, bias, residual, y, n, x.shape[1], BLOCK=block)
     return y
 
@@ -273,7 +270,7 @@ def measure_fusion(rows: int, cols: int, dtype: Any = "fp16", device: str | None
     kw = {"budget_s": budget_s}
     unfused_m = timing.measure(lambda: bias_gelu_residual(x, bias, residual), dev, what="eager", **kw)
     fused_m = timing.measure(lambda: bias_gelu_residual_triton(x, bias, residual), dev, what="fused", **kw)
-    notes = ["the fused time is Triton's interpreter, not a kernel"] if _interpreted() else []
+    notes = ["the fused time is Triton's interpreter, not a kernel"] if interpreting() else []
     compiled_s = None
     if compile:
         ok, why = compile_status(dev)

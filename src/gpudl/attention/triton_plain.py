@@ -8,9 +8,9 @@ Public names, in order: ``attention_plain_kernel``, ``flash_attention_triton_pla
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .._launch import interpreting
 from ..references import reference
 from .reference import _check_qkv, _default_scale
 
@@ -19,10 +19,6 @@ try:        # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
     import triton.language as tl
 except ImportError:                     # the NumPy half works without Triton
     triton = None
-
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 try:
@@ -78,7 +74,7 @@ def _prepare_checks(q: Any, k: Any, v: Any, what: str) -> None:
     device = q.device
     if not (device == k.device == v.device):
         raise ValueError(f"q, k, v are on different devices: {q.device}, {k.device}, {v.device}")
-    if device.type != "cuda" and not _interpreting():
+    if device.type != "cuda" and not interpreting():
         raise ValueError("Triton compiles kernels for the GPU: move q, k, v to 'cuda' "
                          "(or set TRITON_INTERPRET=1 before importing gpudl to run in the interpreter)")
     if q.shape[-1] > 256:
@@ -194,8 +190,8 @@ def flash_attention_triton_plain(q: Any, k: Any, v: Any, causal: bool = False, s
     qa, ka, va, batch, z, strides = _prepare_strides(q, k, v, "flash_attention_triton_plain")
     lq, d = qa.shape[-2], qa.shape[-1]
     lk = ka.shape[-2]
-    bm = block_m or (16 if _interpreting() else 64)
-    bn = block_n or (16 if _interpreting() else 64)
+    bm = block_m or (16 if interpreting() else 64)
+    bn = block_n or (16 if interpreting() else 64)
     out = _torch.empty((*batch, lq, d), dtype=q.dtype, device=q.device)
     grid = (-(-lq // bm), z)
     attention_plain_kernel[grid](*_launch_args(qa, ka, va, out, strides), lq, lk, _default_scale(d, scale),

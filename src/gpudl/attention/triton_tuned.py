@@ -14,8 +14,8 @@ from typing import Any
 
 from ..references import reference
 from .reference import _default_scale
-from .._launch import Relauncher, fastest
-from .triton_plain import _block_d, _interpreting, _launch_args, _prepare_strides, _require_triton, triton
+from .._launch import Relauncher, fastest, interpreting
+from .triton_plain import _block_d, _launch_args, _prepare_strides, _require_triton, triton
 
 LOG2_E = 1.4426950408889634        # exp(x) = exp2(x * log2(e))
 
@@ -111,7 +111,7 @@ if triton is not None:
     # at long ones.
     TILES = ((64, 32, 4, 4), (64, 64, 4, 3), (64, 64, 4, 4), (128, 64, 4, 3),
              (128, 64, 4, 4), (128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 4, 3))
-    if _interpreting():
+    if interpreting():
         TILES = ((16, 16, 4, 1),)
 
     # no bounds checks where the lengths fill whole tiles and d is a power of two; launched with

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from .._launch import Relauncher, compiled_for, fastest
+from .._launch import Relauncher, compiled_for, fastest, input_precision
 from ..references import reference
 from .descriptors import ConvolutionDescriptor, Mode
 from .geometry import _empty_like_format, _geometry, _Geometry, _is_nhwc, _oriented, _taps
@@ -139,31 +139,20 @@ def _launch(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: _Geometry, cd:
     _RELAUNCH.launch(grid, args, meta, (tiles, precision, meta["FLIP"], x.get_device() if x.is_cuda else -1))
 
 
-def _precision(x: torch.Tensor) -> str:
-    """FP32 in true FP32 ("ieee") unless TF32 is allowed (TENSOR_OP_MATH sets it for the call);
-    16-bit inputs run on tensor cores with FP32 accumulation whatever this says."""
-    return "tf32" if x.dtype != torch.float32 or torch.backends.cuda.matmul.allow_tf32 else "ieee"
-
-
 def _one_kernel(x: torch.Tensor, w: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor) -> torch.Tensor:
     """The whole convolution in one launch of ``_implicit_gemm_kernel``; the first call of each
     problem shape, dtype and format times every ``_TILES`` and keeps the fastest."""
     y = _empty_like_format(x, (g.n, g.k, g.p, g.q))
     w = w.permute(2, 3, 1, 0).contiguous()   # (R, S, C', K): the filter loads of a program read along k
-    precision = _precision(x)
+    precision = input_precision(x.dtype)     # FP32 in true FP32 unless TF32 is allowed (TENSOR_OP_MATH)
     tiles = None
     if x.is_cuda:
         key = (tuple(x.shape), tuple(x.stride()), tuple(w.shape), cd, x.dtype, precision, x.get_device())
         tiles = _CHOSEN.get(key)
         if tiles is None:
-            tiles = _CHOSEN[key] = _tune(x, w, y, g, cd, precision)
+            tiles = _CHOSEN[key] = fastest(_TILES, lambda t: _launch(x, w, y, g, cd, t, precision))
     _launch(x, w, y, g, cd, tiles or _INTERPRETER_TILES, precision)
     return y
-
-
-def _tune(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, g: _Geometry, cd: ConvolutionDescriptor,
-          precision: str) -> tuple:
-    return fastest(_TILES, lambda tiles: _launch(x, w, y, g, cd, tiles, precision))
 
 
 # --- the algorithm ------------------------------------------------------------------------------------

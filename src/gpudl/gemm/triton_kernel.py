@@ -23,7 +23,6 @@ interpreter (a CPU) it runs ``INTERPRETER_CONFIG``.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -31,7 +30,7 @@ from typing import Any, Sequence
 import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
 import triton.language as tl
 
-from .._launch import Relauncher, ensure_tma_allocator, fastest, give_up
+from .._launch import Relauncher, ensure_tma_allocator, fastest, give_up, input_precision, interpreting
 from ..bench import gemm_flops       # 2 M N K: Unit 02's count, for TFLOP/s
 from ..references import reference
 
@@ -199,21 +198,6 @@ TRITON_CONFIGS = (
 INTERPRETER_CONFIG = TritonConfig(32, 32, 32, 4, num_warps=4, num_stages=1)
 
 
-def _interpreted() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
-def _input_precision(dtype: Any) -> str:
-    """``tl.dot``'s input precision: FP32 inputs run in TF32 on tensor cores only when torch's
-    matmuls would (``allow_tf32``), else in true FP32 ("ieee"). For 16-bit inputs the setting
-    does nothing; they get Triton's default, "tf32", as in the tutorial."""
-    import torch
-
-    if dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32:
-        return "ieee"
-    return "tf32"
-
-
 _SMS: dict[int, tuple[int, bool, bool]] = {}      # device index -> (multiprocessors, has TMA, has clusters)
 
 
@@ -374,7 +358,7 @@ def matmul_triton(a: Any, b: Any, *, config: TritonConfig | None = None, out: An
         raise TypeError(f"a and b must share a dtype among float16, bfloat16, float32; got {a.dtype}, {b.dtype}")
     if a.device != b.device:
         raise ValueError(f"a is on {a.device}, b on {b.device}")
-    interpreted = _interpreted()
+    interpreted = interpreting()
     if a.dtype == torch.bfloat16 and interpreted:
         raise TypeError("Triton's interpreter cannot multiply bfloat16 (NumPy has no bfloat16: tl.dot would read "
                         "the bits as integers); use float16 or float32 on a CPU, bfloat16 on a GPU")
@@ -389,7 +373,7 @@ def matmul_triton(a: Any, b: Any, *, config: TritonConfig | None = None, out: An
         return out
     if K == 0:
         return out.zero_()
-    precision = _input_precision(a.dtype)
+    precision = input_precision(a.dtype)     # FP32 in TF32 only where torch's matmuls would be
     if config is None and not interpreted:
         cfg = _autotuned.run(a, b, out, precision)
         if allocated:
