@@ -15,7 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from gpudl import attention as A
 from gpudl import benchmarks
-from gpudl.grading import assert_close
+from gpudl.grading import assert_close, tolerance
 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
@@ -236,7 +236,10 @@ def test_merging_block_states_in_any_order_gives_softmax(n, dv, cuts, spread):
     for i in order:
         m, l, acc = A.online_softmax_merge(m, l, acc, *states[i])
     expected = torch.softmax(torch.from_numpy(s), -1).numpy() @ v
-    assert_close(acc / l[:, None], expected, k=n)
+    # each output is a weighted mean of v's values, and may cancel to far less than them: its
+    # rounding error is judged against the size of v, not of the (maybe tiny) outputs
+    t = tolerance("fp64", n)[0]
+    np.testing.assert_allclose(acc / l[:, None], expected, rtol=t, atol=t * np.abs(v).max())
     assert np.array_equal(m, s.max(axis=1))
 
 
