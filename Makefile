@@ -59,7 +59,7 @@ doctor: setup                        ## what is installed, which device, its pea
 	$(BIN)/gpudl doctor
 
 gpu-check:                           ## on a GPU runner whose python already has torch with CUDA
-	PYTHONPATH=$(CURDIR)/src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m gpudl doctor && PYTHONPATH=$(CURDIR)/src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m gpudl run-labs --device cuda --report $(REPORT)
+	PYTHONPATH=$(CURDIR)/src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m gpudl_instructor doctor && PYTHONPATH=$(CURDIR)/src$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m gpudl_instructor run-labs --device cuda --report $(REPORT)
 
 clean:                               ## remove the virtual environment and build outputs
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache

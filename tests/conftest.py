@@ -27,7 +27,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpudl import notebooks, pipeline, sandbox
+from gpudl import notebooks
+from gpudl_instructor import checks, pipeline, sandbox
+
+checks.install()          # hidden calls in this process (the mutant bank) run the instructor's checks
 
 # Labs are graded the way `gpudl grade` grades them: in the sandbox, where bubblewrap works.
 SANDBOX = sandbox.available()[0]

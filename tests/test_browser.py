@@ -79,7 +79,7 @@ def served(tmp_path_factory, chromium):
     """A fresh hand-out, served by `gpudl lab` headless on a free port with a token."""
     tmp = tmp_path_factory.mktemp("browser")
     handout = tmp / "gpudl-labs"
-    res = subprocess.run([sys.executable, "-m", "gpudl", "handout", str(handout)], cwd=ROOT, capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "gpudl_instructor", "handout", str(handout)], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     port, token = free_port(), "gpudl-browser-token"

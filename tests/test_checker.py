@@ -1,4 +1,4 @@
-"""gpudl.grading.checker and the kernel's side in boundary: checks judged outside the kernel.
+"""gpudl_instructor.checker and the kernel's side in boundary: checks judged outside the kernel.
 
 The kernel's side runs in a thread of this process with GPUDL_CHECKER pointing at a
 CheckerServer: the same code paths as in a graded kernel, without nbgrader.
@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpudl.grading import GradingError, boundary, checker, rng
+from gpudl.grading import GradingError, boundary, rng
+from gpudl_instructor import checker
 from gpudl.grading import lab01
 from conftest import ROOT
 

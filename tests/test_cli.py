@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from gpudl import cli
+from gpudl_instructor import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
 def run(*args: str, env: dict | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpudl", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gpudl_instructor", *args], cwd=cwd, capture_output=True, text=True,
                           env=env or dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"), timeout=600)
 
 
@@ -98,7 +98,7 @@ def test_run_labs_asks_for_a_gpu_it_does_not_have_with_a_hint(tmp_path):
 
 
 def test_a_new_secret_says_where_it_is_and_that_it_must_be_kept(tmp_path, monkeypatch, capsys):
-    from gpudl import pipeline
+    from gpudl_instructor import pipeline
     lab = "lab01_performance_basics"
     course = tmp_path / "course"
     (course / "solutions" / lab).mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""gpudl.feedback: pages safe to open, without hidden tests or the machine's paths."""
+"""gpudl_instructor.feedback: pages safe to open, without hidden tests or the machine's paths."""
 from __future__ import annotations
 
 import sys
@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import nbformat
 
-from gpudl import feedback
+from gpudl_instructor import feedback
 
 
 class _Tags(HTMLParser):

@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpudl import handout
+from gpudl import labserver
+from gpudl_instructor import handout
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -22,7 +23,7 @@ LABS = sorted(p.parent.name for p in (ROOT / "solutions").glob("*/*.ipynb") if p
 @pytest.fixture(scope="module")
 def out(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("handout") / "gpudl-labs"
-    res = subprocess.run([sys.executable, "-m", "gpudl", "handout", str(dest)], cwd=ROOT, capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "gpudl_instructor", "handout", str(dest)], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert str(dest) in res.stdout and "make lab" in res.stdout
@@ -90,7 +91,7 @@ def test_the_handout_installs_with_pip_and_its_makefile(out):
 
 
 def test_gpudl_imports_from_the_handout_and_serves_it(out, tmp_path):
-    code = ("import gpudl, gpudl.grading.lab01, gpudl.handout as h; print(gpudl.__file__); "
+    code = ("import gpudl, gpudl.grading.lab01, gpudl.labserver as h; print(gpudl.__file__); "
             f"print(h.course_root({str(out / 'labs' / LABS[0])!r}))")
     env = dict(os.environ, PYTHONPATH=str(out / "src"))
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -98,7 +99,7 @@ def test_gpudl_imports_from_the_handout_and_serves_it(out, tmp_path):
     assert res.returncode == 0, res.stderr
     where, root = res.stdout.split()[-2:]
     assert Path(where).is_relative_to(out) and Path(root) == out
-    assert handout.course_root(out / "course") == out
+    assert labserver.course_root(out / "course") == out
     doctor = subprocess.run([sys.executable, "-m", "gpudl", "doctor"], cwd=out / "labs", capture_output=True,
                             text=True, timeout=600)
     assert f"course      {out} (hand-out): labs {', '.join(LABS)}" in doctor.stdout, doctor.stdout

@@ -26,7 +26,8 @@ from typing import Callable
 import nbformat
 import pytest
 
-from gpudl import notebooks, pipeline, sandbox
+from gpudl import notebooks
+from gpudl_instructor import pipeline, sandbox
 from conftest import ROOT, SECRET
 from conftest import student_copy as conftest_student_copy
 
@@ -134,10 +135,10 @@ CASES = [
          cheat("import gpudl.grading as g\nfor n in ('assert_equal', 'assert_close', 'check_cases', 'check_choice'):\n"
                "    setattr(g, n, lambda *a, **k: None)"), "<= 26"),
     Case("remote_off", "forgery", "turns the checker off in the kernel and no-ops the local checks",
-         cheat("import gpudl.grading.checker as c, gpudl.grading as g\nc.remote_enabled = lambda: False\n"
+         cheat("import gpudl.grading.boundary as c, gpudl.grading as g\nc.remote_enabled = lambda: False\n"
                "g.check_cases = lambda *a, **k: None\ng.assert_equal = lambda *a, **k: None"), "<= 26"),
     Case("fake_remote", "forgery", "replaces the kernel's side of the checker with a no-op",
-         cheat("import gpudl.grading.checker as c\nc.run_remote = lambda *a, **k: None"), "<= 26"),
+         cheat("import gpudl.grading.boundary as c\nc.run_remote = lambda *a, **k: None"), "<= 26"),
     Case("frame_hack", "forgery", "rewrites the code object that reports a check's outcome",
          cheat("import gpudl.grading.boundary as b\nb._outcome_value.__code__ = (lambda o, w, a: None).__code__\n"
                "b.passed.__code__ = (lambda hidden: None).__code__"), "<= 26"),

@@ -145,7 +145,7 @@ def test_nbgrader_server_and_lab_extensions_are_enabled():
 def test_formgrader_serves_a_grading_output_with_named_students(tmp_path, monkeypatch):
     """What `gpudl grade --out OUT` leaves (its config and gradebook), opened with `gpudl formgrader OUT`."""
     from nbgrader.api import Gradebook
-    from gpudl import pipeline
+    from gpudl_instructor import pipeline
 
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")     # nbgrader runs alembic for a new gradebook
     out = tmp_path / "grades" / "lab01"
@@ -154,7 +154,7 @@ def test_formgrader_serves_a_grading_output_with_named_students(tmp_path, monkey
         gb.add_student("ada-lovelace")                                  # as the grader makes them: an id
         gb.add_student("bob", first_name="Robert", last_name="Builder")  # named by hand: kept
     port, token = free_port(), "gpudl-formgrader-token"
-    cmd = [sys.executable, "-m", "gpudl", "formgrader", str(out), "--no-browser", "--port", str(port),
+    cmd = [sys.executable, "-m", "gpudl_instructor", "formgrader", str(out), "--no-browser", "--port", str(port),
            "--token", token, "--ServerApp.ip=127.0.0.1"]
     with serving(cmd, tmp_path, tmp_path / "home", port, token) as base:
         status, page = get(f"{base}/formgrader/manage_assignments?token={token}")

@@ -15,7 +15,8 @@ import os
 import pytest
 
 import inprocess
-from gpudl import notebooks, pipeline
+from gpudl import notebooks
+from gpudl_instructor import pipeline
 from conftest import ROOT, SECRET, all_mutants, lab_names
 
 LABS = lab_names()

@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from gpudl import submissions, labserver, pipeline
+from gpudl import labserver
+from gpudl_instructor import formgrader, pipeline, submissions
 
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER_PLUGINS = ("formgrader", "create-assignment", "course-list", "assignment-list", "menu", "validate-assignment")

@@ -11,7 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpudl import notebooks, pipeline
+from gpudl import notebooks
+from gpudl_instructor import pipeline
 from conftest import ROOT, SECRET
 from conftest import student_copy as conftest_student_copy
 
@@ -148,7 +149,7 @@ def test_cli_grades_a_zip_and_regrades_in_place(graded, tmp_path):
     with zipfile.ZipFile(zipped, "w") as zf:
         zf.writestr(f"bob/{LAB}.ipynb", nbformat.writes(notebooks.read(RELEASE)))   # bob regraded: now blank
     env = dict(os.environ, GPUDL_SECRET=SECRET, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
-    res = subprocess.run([sys.executable, "-m", "gpudl", "grade", LAB, str(zipped), "--out", str(out)],
+    res = subprocess.run([sys.executable, "-m", "gpudl_instructor", "grade", LAB, str(zipped), "--out", str(out)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "bob: 0/32" in res.stdout

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 def run_labs(root: Path, report: Path, *extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run([sys.executable, "-m", "gpudl", "run-labs", "--device", "cpu", "--report", str(report),
+    return subprocess.run([sys.executable, "-m", "gpudl_instructor", "run-labs", "--device", "cpu", "--report", str(report),
                            "--root", str(root), *extra], capture_output=True, text=True, env=env, timeout=900)
 
 

@@ -1,4 +1,4 @@
-"""gpudl.sandbox: what a graded kernel can see, reach and use (small programs, one sandbox each)."""
+"""gpudl_instructor.sandbox: what a graded kernel can see, reach and use (small programs, one sandbox each)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudl import sandbox
+from gpudl_instructor import sandbox
 from conftest import ROOT
 
 pytestmark = pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")
@@ -49,6 +49,28 @@ print('SECRET' if any('top-secret' in v for v in os.environ.values()) else 'no s
     root = eval(lines[5].removeprefix("ROOT "))          # the repository is only the path to the package
     assert set(root) <= {"src", ".venv"}, root
     assert "no secret" in res.stdout and "GPUDL_SECRET" not in res.stdout
+
+
+def test_the_sandbox_holds_the_course_edition_and_nothing_of_the_instructors_part(monkeypatch):
+    """The references, the checks and the grader stay outside: not importable, not readable, even
+    when the folder around both packages is on PYTHONPATH (as on a GPU runner)."""
+    import gpudl_instructor
+    src = str(Path(gpudl_instructor.__file__).resolve().parents[1])
+    instructor = str(Path(gpudl_instructor.__file__).resolve().parent)
+    for pythonpath in ("", src):
+        monkeypatch.setenv("PYTHONPATH", pythonpath)
+        res = run(f"""
+import os, importlib.util
+import gpudl.grading.lab06
+try:
+    import gpudl_instructor.checker
+    print('imported', gpudl_instructor.checker.__file__)
+except ImportError:
+    print('spec None')
+print('listing', os.listdir({instructor!r}) if os.path.isdir({instructor!r}) else None)
+""")
+        assert res.returncode == 0, res.stderr
+        assert "spec None" in res.stdout and ("listing None" in res.stdout or "listing []" in res.stdout), res.stdout
 
 
 def test_the_package_and_python_are_read_only():

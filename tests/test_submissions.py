@@ -1,4 +1,4 @@
-"""gpudl.submissions: one row per submission, links refused, sizes checked first, repairs in place."""
+"""gpudl_instructor.submissions: one row per submission, links refused, sizes checked first, repairs in place."""
 from __future__ import annotations
 
 import zipfile
@@ -7,7 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpudl import notebooks, submissions
+from gpudl import notebooks
+from gpudl_instructor import submissions
 from conftest import ROOT
 
 LAB = "lab01_performance_basics"

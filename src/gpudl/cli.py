@@ -1,28 +1,22 @@
-"""The ``gpudl`` command: thin wrappers over the package.
+"""The ``gpudl`` command of the course edition: what students run.
 
     gpudl doctor                    what is installed, which device, its peaks; exit 1 with a fix
     gpudl lab [--port P]            JupyterLab for students on the course (labs/ and course/), with Validate
-    gpudl handout DIR               write the student hand-out: labs, lectures, the package, no solutions
-    gpudl release [LAB]             regenerate labs/ from solutions/
-    gpudl grade LAB SUBMISSIONS --out DIR
-                                    grade a folder of student folders or an LMS zip
-    gpudl formgrader DIR            nbgrader's formgrader on a grading output, for instructors
-    gpudl run-labs --device cuda --report DIR
-                                    execute every course notebook and lab, grade the solutions,
-                                    and report the units' measurements
     gpudl bench NAME                print a unit's benchmark (see `gpudl bench --list`)
+
+The instructor's repository installs ``gpudl`` from ``gpudl_instructor.cli``, which adds the
+instructor's commands (release, grade, handout, formgrader, run-labs) to these.
 """
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib.metadata
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _version(dist: str) -> str | None:
@@ -87,27 +81,16 @@ def doctor(_args: argparse.Namespace) -> int:
                    None)
         print(f"c++         {cxx or 'MISSING'} (torch.compile on the CPU"
               f"{'' if cxx else ' is skipped; install g++ or clang++ to run it'})")
-    from .sandbox import available
-    ok, why = available()
-    if ok:
-        print("sandbox     bubblewrap works here: `gpudl grade` runs each student's kernel in a sandbox")
-    else:
-        print(f"sandbox     NOT AVAILABLE: {why}\n            (`gpudl grade` refuses to run student code here unless told "
-              "--unsafe-no-sandbox; labs and lectures work without it)")
-    try:
-        from .pipeline import repo_root, lab_names
-        root = repo_root()
-        print(f"course      {root}: labs {', '.join(lab_names(root)) or '(none)'}")
-    except FileNotFoundError:
-        from .handout import course_root
+    for extra in getattr(_args, "doctor_extra", ()):
+        problems += extra()
+    if not getattr(_args, "doctor_extra", ()):
+        from .labserver import course_root
         try:
             root = course_root()
             labs = sorted(p.parent.name for p in (root / "labs").glob("*/*.ipynb") if p.stem == p.parent.name)
             print(f"course      {root} (hand-out): labs {', '.join(labs)}")
         except FileNotFoundError:
             print("course      (not inside the course repository or a hand-out)")
-    except ImportError as exc:        # nbformat & co. missing: already listed above
-        print(f"course      (cannot read it: {exc})")
     if problems:
         print("\nPROBLEMS:")
         for p in problems:
@@ -117,68 +100,9 @@ def doctor(_args: argparse.Namespace) -> int:
     return 0
 
 
-def check_lab_name(lab: str) -> None:
-    """A lab name that is not in solutions/ ends in one line naming the nearest one."""
-    from .pipeline import lab_names
-    names = lab_names()
-    if lab in names:
-        return
-    same_number = [n for n in names if n.split("_")[0] == lab.split("_")[0]]
-    near = same_number or difflib.get_close_matches(lab, names, n=1, cutoff=0.6)
-    hint = f"; did you mean {near[0]}?" if near else ""
-    raise FileNotFoundError(f"no lab named {lab!r} in solutions/{hint} (labs are: {', '.join(names)})")
-
-
-def release(args: argparse.Namespace) -> int:
-    from .pipeline import release as do_release
-    if args.lab:
-        check_lab_name(args.lab)
-    for path in do_release(args.lab or None):
-        print(f"released {path}")
-    return 0
-
-
-def grade(args: argparse.Namespace) -> int:
-    from .pipeline import grade as do_grade
-    check_lab_name(args.lab)
-    if not Path(args.submissions).exists():
-        raise FileNotFoundError(f"{args.submissions} does not exist: give a folder of student folders "
-                                "(alice/LAB.ipynb, ...) or the zip of submissions from the LMS")
-    limits = {"memory_bytes": int(args.memory_gb * 2**30)} if args.memory_gb else None
-    results = do_grade(args.lab, args.submissions, args.out, secret=args.secret, jobs=args.jobs,
-                       cell_timeout=args.cell_timeout, student_timeout=args.student_timeout,
-                       accept_renamed=args.accept_renamed, feedback=not args.no_feedback,
-                       sandbox=not args.unsafe_no_sandbox, limits=limits)
-    graded = sum(r.graded for r in results)
-    print(f"\n{graded} of {len(results)} graded; grades in {Path(args.out) / 'grades.csv'}, "
-          f"feedback in {Path(args.out) / 'feedback'}, gradebook {Path(args.out) / 'gradebook.db'}")
-    return 0
-
-
 def lab(args: argparse.Namespace) -> int:
     from . import labserver
     return labserver.serve_lab(port=args.port, no_browser=args.no_browser, token=args.token, extra=args.extra)
-
-
-def formgrader(args: argparse.Namespace) -> int:
-    from . import labserver
-    return labserver.serve_formgrader(Path(args.out), port=args.port, no_browser=args.no_browser,
-                                      token=args.token, extra=args.extra)
-
-
-def handout(args: argparse.Namespace) -> int:
-    from .handout import handout as do_handout
-    dest = do_handout(args.dir, force=args.force)
-    print(f"hand-out written to {dest}: give students this folder (or a zip of it); "
-          "they run `make lab` in it (see its README.md)")
-    return 0
-
-
-def run_labs(args: argparse.Namespace) -> int:
-    from .hardware import device
-    from .runlabs import run_labs as do_run
-    return do_run(device=args.device or device(), report=Path(args.report), only=args.only, timeout=args.timeout,
-                  benchmarks=not args.no_bench, root=Path(args.root) if args.root else None)
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -192,7 +116,8 @@ def bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> tuple[argparse.ArgumentParser, Any]:
+    """The course edition's parser and its subparsers (the instructor's CLI adds its commands)."""
     parser = argparse.ArgumentParser(prog="gpudl", description="GPUs for Deep Learning: labs, kernels, grading")
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("doctor", help="check the installation and the device").set_defaults(fn=doctor)
@@ -203,56 +128,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--token", help="the server's access token (default: JupyterLab makes one)")
     p.set_defaults(fn=lab)
 
-    p = sub.add_parser("handout", help="write the student hand-out (labs, lectures, the package; no solutions)")
-    p.add_argument("dir", help="a new folder for the hand-out")
-    p.add_argument("--force", action="store_true", help="replace the folder if it exists")
-    p.set_defaults(fn=handout)
-
-    p = sub.add_parser("formgrader", help="nbgrader's formgrader on a grading output (instructors)")
-    p.add_argument("out", help="the --out folder of gpudl grade")
-    p.add_argument("--port", type=int)
-    p.add_argument("--no-browser", action="store_true")
-    p.add_argument("--token", help="the server's access token (default: JupyterLab makes one)")
-    p.set_defaults(fn=formgrader)
-
-    p = sub.add_parser("release", help="regenerate labs/ from solutions/")
-    p.add_argument("lab", nargs="?", help="one lab (default: all)")
-    p.set_defaults(fn=release)
-
-    p = sub.add_parser("grade", help="grade a folder of submissions or an LMS zip")
-    p.add_argument("lab", help="the lab's name, e.g. lab01_performance_basics")
-    p.add_argument("submissions", help="a folder of student folders, or a zip from the LMS")
-    p.add_argument("--out", required=True, help="where the gradebook, feedback and grades.csv go")
-    p.add_argument("--secret", help="the secret behind hidden tests (default: $GPUDL_SECRET or .gpudl-secret)")
-    p.add_argument("--jobs", type=int, help="students graded at once (default: the cores; on a GPU machine, the GPUs)")
-    p.add_argument("--cell-timeout", type=int, help="seconds per cell")
-    p.add_argument("--student-timeout", type=float, default=1200, help="seconds per student")
-    p.add_argument("--accept-renamed", action="store_true", help="grade a lone notebook under another name")
-    p.add_argument("--no-feedback", action="store_true")
-    p.add_argument("--memory-gb", type=float, help="memory limit of each student's kernel (default 6)")
-    p.add_argument("--unsafe-no-sandbox", action="store_true",
-                   help="run student code WITHOUT the sandbox (only where bubblewrap cannot work and you trust "
-                        "every submission)")
-    p.set_defaults(fn=grade)
-
-    p = sub.add_parser("run-labs", help="execute every notebook, grade the solutions, report")
-    p.add_argument("--device", choices=("cpu", "cuda"),
-                   help="default: cuda when torch sees a GPU, else cpu (GPU runners pass --device cuda)")
-    p.add_argument("--report", default="gpu-report", help="folder for report.json, report.md and plots")
-    p.add_argument("--only", action="append", help="only notebooks whose name contains this (repeatable)")
-    p.add_argument("--timeout", type=int, default=600, help="seconds per notebook")
-    p.add_argument("--no-bench", action="store_true", help="skip the performance table")
-    p.add_argument("--root", help="the course repository (default: the one around the current directory)")
-    p.set_defaults(fn=run_labs)
-
     p = sub.add_parser("bench", help="run a unit's benchmark")
     p.add_argument("name", nargs="?")
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.add_argument("--list", action="store_true")
     p.set_defaults(fn=bench)
+    return parser, sub
 
+
+PASS_THROUGH = {"lab", "formgrader"}      # commands whose unknown options go on to jupyter lab
+
+
+def run(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
+    """Parse ``argv`` with ``parser`` and run the command; an error a user can fix is one line."""
     args, unknown = parser.parse_known_args(argv)
-    if args.cmd in ("lab", "formgrader"):
+    if args.cmd in PASS_THROUGH:
         args.extra = unknown            # e.g. --ServerApp.ip=127.0.0.1, passed on to jupyter lab
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
@@ -265,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"gpudl {args.cmd}: error: {exc}\n(GPUDL_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(parser()[0], argv)
 
 
 if __name__ == "__main__":

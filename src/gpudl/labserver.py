@@ -1,11 +1,11 @@
-"""The JupyterLab servers gpudl starts: the students' lab, and the instructors' formgrader.
+"""The JupyterLab server students open: ``gpudl lab``.
 
-``gpudl lab`` serves the course root (``gpudl.handout.course_root``: the repository or a student
+``gpudl lab`` serves the course root (``course_root``: the repository or a student
 hand-out, the folder holding ``labs/`` and ``course/``), so that a lab's link to its lecture, ``../../course/NN_topic.ipynb``,
 opens with a click. Students get nbgrader's Validate button and none of its instructor panels:
 formgrader, the Create Assignment sidebar (which lets anyone change a cell's grading metadata),
 and the course and assignment lists (which need an exchange this course does not use).
-``gpudl formgrader OUT`` serves nbgrader's formgrader on a grading output of ``gpudl grade``.
+The instructor's formgrader is ``gpudl_instructor.formgrader``.
 
 Public names, in reading order:
 
@@ -16,9 +16,7 @@ Public names, in reading order:
                        does not mark it modified
 ``lab_command``        the ``jupyter lab`` command line and environment for students
 ``serve_lab``          what ``gpudl lab`` does: the config, the command, the server until it stops
-``name_students``      first and last names for students the gradebook knows only by id
-``formgrader_command`` ``jupyter lab`` on a grading output, opening the formgrader
-``serve_formgrader``   what ``gpudl formgrader OUT`` does
+``course_root``        the folder holding ``labs/``: the repository or a hand-out
 ``serve``              run a Jupyter server until it stops, kernels shut down
 """
 from __future__ import annotations
@@ -41,6 +39,7 @@ STUDENT_LAB_OFF = (
     "@jupyter/nbgrader:menu",
     "@jupyterlab/apputils-extension:announcements",    # "get notified about Jupyter news?" on first start
 )
+DEFAULT_CELL_TIMEOUT = 180          # seconds per cell (a GPU lab on a cold machine compiles kernels)
 STUDENT_SERVER = {
     "nbgrader.server_extensions.validate_assignment": True,
     "nbgrader.server_extensions.formgrader": False,       # would open a gradebook.db where it runs
@@ -56,7 +55,6 @@ def write_config(dest: Path) -> Path:
     (server extensions) from every folder on JUPYTER_CONFIG_PATH, the first with the highest priority;
     nbgrader's Validate reads ``nbgrader_config.json`` from the same folders.
     """
-    from .nbgrader_setup import DEFAULT_CELL_TIMEOUT
 
     (dest / "labconfig").mkdir(parents=True, exist_ok=True)
     # Validate runs the whole notebook with nbgrader's executor: a cell gets the time `gpudl grade`
@@ -156,58 +154,11 @@ def lab_command(root: Path, config: Path, *, port: int | None = None, no_browser
 def serve_lab(root: Path | None = None, *, port: int | None = None, no_browser: bool = False,
               token: str | None = None, extra: list[str] = ()) -> int:
     """Serve the course root (default: the one around the current folder) to a student until stopped."""
-    from .handout import course_root
-
     root = Path(root) if root else course_root()
     with tempfile.TemporaryDirectory(prefix="gpudl-lab-config-") as config:
         cmd, env = lab_command(root, write_config(Path(config)), port=port, no_browser=no_browser, token=token,
                                extra=extra)
         return serve(cmd, root, env)
-
-
-def name_students(gradebook: Path) -> list[str]:
-    """Give every student of ``gradebook`` with neither a first nor a last name one made from the id
-    (the formgrader shows "None, None" otherwise); returns the ids it named. Names set by hand, in
-    the formgrader's Manage Students page or by the grader, are kept."""
-    from nbgrader.api import Gradebook
-
-    from .nbgrader_setup import COURSE_ID
-    from .submissions import split_name
-
-    named = []
-    with Gradebook(f"sqlite:///{Path(gradebook).resolve()}", course_id=COURSE_ID) as gb:
-        for student in gb.students:
-            if student.first_name is None and student.last_name is None:
-                first, last = split_name(student.id)
-                gb.update_or_create_student(student.id, first_name=first, last_name=last)
-                named.append(student.id)
-    return named
-
-
-def formgrader_command(out: Path, *, port: int | None = None, no_browser: bool = False,
-                       token: str | None = None, extra: list[str] = ()) -> tuple[list[str], dict[str, str]]:
-    """``jupyter lab`` in a grading output ``OUT`` of ``gpudl grade``, opening nbgrader's formgrader.
-
-    OUT holds the gradebook, the autograded notebooks and an nbgrader_config.py naming OUT as the
-    course root; the formgrader reads that config from the folder the server starts in.
-    """
-    out = Path(out).resolve()
-    if not (out / "gradebook.db").is_file() or not (out / "nbgrader_config.py").is_file():
-        raise FileNotFoundError(f"{out} is not a grading output (no gradebook.db and nbgrader_config.py there): "
-                                "run gpudl grade LAB SUBMISSIONS --out OUT first")
-    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={out}", "--ServerApp.default_url=/formgrader",
-           *_server_args(port, no_browser, token), *extra]
-    return cmd, _env(None)
-
-
-def serve_formgrader(out: Path, *, port: int | None = None, no_browser: bool = False, token: str | None = None,
-                     extra: list[str] = ()) -> int:
-    """Serve nbgrader's formgrader on the grading output ``out`` until stopped."""
-    cmd, env = formgrader_command(out, port=port, no_browser=no_browser, token=token, extra=extra)
-    named = name_students(Path(out) / "gradebook.db")
-    if named:
-        print(f"named {len(named)} student(s) after their ids (first-last); edit names in Manage Students")
-    return serve(cmd, Path(out).resolve(), env)
 
 
 def serve(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
@@ -223,3 +174,17 @@ def serve(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
                 continue
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def course_root(start: str | Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` (default: the current one) that holds ``labs/``;
+    else the folder around this package's source (a hand-out installed with ``pip install -e``)."""
+    here = Path(start or os.getcwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "labs").is_dir() and any((d / "labs").glob("*/*.ipynb")):
+            return d
+    around = Path(__file__).resolve().parents[2]
+    if (around / "labs").is_dir():
+        return around
+    raise FileNotFoundError(f"no labs/ folder at or above {here}: run gpudl lab in the course repository "
+                            "or in the hand-out your instructor gave you")

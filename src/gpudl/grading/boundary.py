@@ -148,7 +148,7 @@ def execute(fn: Callable, adapter: str | None, args: tuple, kwargs: dict, forbid
 
 class Session:
     """Runs calls of student code for checks. ``LocalSession``: in this process, through the
-    codec. The checker's session (``gpudl.grading.checker``) sends them to the kernel."""
+    codec. The checker's session (``gpudl_instructor.checker``) sends them to the kernel."""
 
     def call(self, handle: Any, adapter: str | None, args: tuple, kwargs: dict, forbid: Sequence[str],
              label: str) -> Outcome:
@@ -282,26 +282,54 @@ def run_student(adapter: Callable, fn: Any, *args: Any, forbid: Sequence[Callabl
 
 # --- checks ------------------------------------------------------------------------------------
 
+# The instructor's checks of the hidden cases, found by the course check's name. The course
+# edition never imports them: the instructor's processes (the checker, the tests, the release)
+# install a finder here. Without one (a student's own kernel), a hidden call says where it runs.
+HIDDEN_FINDER: Callable[[str], Callable | None] | None = None
+HIDDEN_ELSEWHERE = ("the hidden cases of this check are drawn and judged by the grader when your notebook is "
+                    "graded; here only the visible cases run")
+
+
+def resolve(name: str, hidden: bool) -> tuple[Callable, dict[str, Any]]:
+    """The function that runs check ``name`` on the visible or the hidden cases, and the keyword
+    arguments to add: the instructor's hidden check where one is installed; else the course check
+    (a lab whose checks still draw their own hidden cases takes ``hidden=``)."""
+    check = registered_check(name)
+    if hidden:
+        found = HIDDEN_FINDER(name) if HIDDEN_FINDER is not None else None
+        if found is not None:
+            return found, {}
+        if not getattr(check, "__gpudl_takes_hidden__", False):
+            raise GradingError(HIDDEN_ELSEWHERE)
+        return check, {"hidden": True}
+    return check, ({"hidden": False} if getattr(check, "__gpudl_takes_hidden__", False) else {})
+
+
 def exercise(check: Callable) -> Callable:
-    """Mark a check that a test cell calls. During ``gpudl grade`` the call goes to the checker
+    """Mark a check that a test cell calls: ``check(fn)`` runs the visible cases,
+    ``check(fn, hidden=True)`` the hidden ones. During ``gpudl grade`` the call goes to the checker
     (the student's functions stay in the kernel as handles); otherwise the check runs here with
     the student's functions wrapped as ``StudentFunction`` and plain values through the codec."""
+    import inspect
+
     name = _qualname(check)
     _CHECKS[name] = check
+    check.__gpudl_takes_hidden__ = "hidden" in inspect.signature(check).parameters
 
     @functools.wraps(check)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: Any, hidden: bool = False, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         if remote_enabled():
-            return run_remote(name, args, kwargs)
+            return run_remote(name, args, {**kwargs, "hidden": bool(hidden)})
         local_args = tuple(_local_arg(a) for a in args)
         local_kwargs = {k: _local_arg(v) for k, v in kwargs.items()}
         try:
-            result = check(*local_args, **local_kwargs)
+            target, extra = resolve(name, bool(hidden))
+            result = target(*local_args, **local_kwargs, **extra)
         except GradingError as exc:
             # Only the teaching message: no frames of the grader, no chain of exceptions.
             raise type(exc)(str(exc)) from None
-        passed(kwargs.get("hidden", False))
+        passed(bool(hidden))
         return result
 
     run.__gpudl_check__ = name
@@ -341,7 +369,7 @@ def registered_check(name: str) -> Callable:
     return _CHECKS[name]
 
 
-# --- the kernel's side of the checker (gpudl.grading.checker is the other side) -----------
+# --- the kernel's side of the checker (gpudl_instructor.checker is the other side) -----------
 
 CHECKER_ENV = "GPUDL_CHECKER"
 

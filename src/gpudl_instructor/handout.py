@@ -12,8 +12,7 @@ and never ``solutions/``, ``tests/`` (with the mutants), the secret, a gradebook
 nbgrader's course config or the CI files. Before writing, every notebook is checked for
 solution and hidden-test markers, so a lab released by hand from a solution cannot leak.
 
-Public names: ``handout``, ``course_root`` (the folder that holds ``labs/``: the repository or a
-hand-out), ``HANDOUT``, ``LEAK_MARKERS``, ``leaks``.
+Public names: ``handout``, ``HANDOUT``, ``LEAK_MARKERS``, ``leaks``.
 """
 from __future__ import annotations
 
@@ -81,17 +80,3 @@ def handout(dest: str | Path, root: str | Path | None = None, *, force: bool = F
         else:
             shutil.copy2(src, target)
     return dest
-
-
-def course_root(start: str | Path | None = None) -> Path:
-    """The nearest folder at or above ``start`` (default: the current one) that holds ``labs/``;
-    else the folder around this package's source (a hand-out installed with ``pip install -e``)."""
-    here = Path(start or os.getcwd()).resolve()
-    for d in (here, *here.parents):
-        if (d / "labs").is_dir() and any((d / "labs").glob("*/*.ipynb")):
-            return d
-    around = Path(__file__).resolve().parents[2]
-    if (around / "labs").is_dir():
-        return around
-    raise FileNotFoundError(f"no labs/ folder at or above {here}: run gpudl lab in the course repository "
-                            "or in the hand-out your instructor gave you")

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..table import Table
+from gpudl.table import Table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _grade(lab: str, subs: Path, out: Path, jobs: int | None, unsafe: bool) -> float:
-    cmd = [sys.executable, "-m", "gpudl", "grade", lab, str(subs), "--out", str(out), "--secret", "bench"]
+    cmd = [sys.executable, "-m", "gpudl_instructor", "grade", lab, str(subs), "--out", str(out), "--secret", "bench"]
     if jobs:
         cmd += ["--jobs", str(jobs)]
     if unsafe:

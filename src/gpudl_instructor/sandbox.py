@@ -109,8 +109,8 @@ def _python_paths() -> list[str]:
 
     import gpudl
 
-    package_root = str(Path(gpudl.__file__).resolve().parent.parent)       # src/ of gpudl
-    paths = {sys.base_prefix, sys.prefix, package_root, str(Path(sys.executable).resolve().parent)}
+    package_dir = str(Path(gpudl.__file__).resolve().parent)       # the course edition, not its src/ folder
+    paths = {sys.base_prefix, sys.prefix, package_dir, str(Path(sys.executable).resolve().parent)}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.add(sysconfig.get_paths()[key])
     paths.update(site.getsitepackages())
@@ -124,6 +124,23 @@ def _python_paths() -> list[str]:
             continue
         out.append(p)
     return out
+
+
+def _instructor_paths(mounted: list[str]) -> list[str]:
+    """The folders of the instructor's part (this package, and any other copy an installation left
+    in site-packages) that lie inside a folder the sandbox mounts: each is covered by an empty one,
+    so a student's kernel sees the course edition and nothing of the references or the checks."""
+    import importlib.util
+
+    here = Path(__file__).resolve().parent
+    found = {here}
+    for base in mounted:
+        found.update(Path(base).glob("gpudl_instructor"))
+    spec = importlib.util.find_spec("gpudl_instructor")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        found.add(Path(loc).resolve())
+    return sorted(str(f) for f in found
+                  if f.is_dir() and any(f == Path(m) or Path(m) in f.parents for m in mounted))
 
 
 def _gpu_devices() -> list[str]:
@@ -259,6 +276,8 @@ class Sandbox:
                 args += ["--perms", "0755", "--dir", d]
         for p in python:
             args += ["--ro-bind", p, p]
+        for hidden in _instructor_paths(python):      # the instructor's part, wherever it is installed: empty
+            args += ["--tmpfs", hidden, "--remount-ro", hidden]
         args += ["--proc", "/proc", "--dev", "/dev"]
         if self.gpu:
             for dev in _gpu_devices():

@@ -29,10 +29,11 @@ def warm() -> None:
 
     import nbgrader.api  # noqa: F401
     from . import autograde, feedback  # noqa: F401
-    from .grading import boundary, checker  # noqa: F401
+    from gpudl.grading import boundary
+    from . import checker  # noqa: F401
 
     sqlalchemy.orm.configure_mappers()
-    from . import grading
+    from gpudl import grading
     # On a GPU machine the lab modules stay unimported here: importing one may start CUDA (a spec
     # read from the device), and a CUDA started before the fork is lost to every student's process.
     labs = [] if torch.cuda.is_available() else list(pkgutil.iter_modules(grading.__path__))

@@ -4,10 +4,10 @@ judged by a checker outside it.
 ``autograde_one(job)`` runs in a process of its own for each student (``gpudl grade`` starts it
 from a server that has already imported nbgrader, torch and gpudl). It builds a scratch course
 holding only that student's notebook and a copy of the assignment's gradebook, starts the
-checker (``gpudl.grading.checker.CheckerServer``) with the student's seed, and runs nbgrader's
+checker (``gpudl_instructor.checker.CheckerServer``) with the student's seed, and runs nbgrader's
 autograde converter in this process with these preprocessors in place of nbgrader's own:
 
-``GradedExecute``   nbgrader's Execute, whose kernel starts inside ``gpudl.sandbox.Sandbox``
+``GradedExecute``   nbgrader's Execute, whose kernel starts inside ``gpudl_instructor.sandbox.Sandbox``
                     (or, with ``--unsafe-no-sandbox``, without); it tells the checker which test
                     cell runs, bounds what the kernel may print (per cell and per notebook), and
                     after the run gives each test cell the checker's verdict: a cell the checker
@@ -38,7 +38,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool
 
-from .grading.checker import CheckerServer, Verdict
+from .checker import CheckerServer, Verdict
 from .sandbox import Limits, Sandbox
 
 COURSE_ID = "gpudl"

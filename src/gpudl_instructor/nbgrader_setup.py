@@ -13,12 +13,12 @@ COURSE_ID = "gpudl"
 SEED_ENV = "GPUDL_GRADING_SEED"     # read by gpudl.grading.rng inside the graded kernel
 SECRET_ENV = "GPUDL_SECRET"         # the instructor's secret, from which each student's seed derives
 SECRET_FILE = ".gpudl-secret"
-DEFAULT_CELL_TIMEOUT = 180          # seconds per cell (a GPU lab on a cold machine compiles kernels)
+from gpudl.labserver import DEFAULT_CELL_TIMEOUT  # noqa: E402 - students' Validate uses the same limit
 DEFAULT_STUDENT_TIMEOUT = 1200      # seconds for one student's whole notebook
 
 # stderr chunks to drop before scoring: a test cell that writes to stderr scores 0, and
 # warnings or progress bars from libraries are not the student's fault. (`gpudl grade` goes
-# further: stderr of a graded test cell becomes stdout, see gpudl.autograde.QuietTests.)
+# further: stderr of a graded test cell becomes stdout, see gpudl_instructor.autograde.QuietTests.)
 IGNORE_STDERR = r"(Warning:|warnings\.warn|\d+%\|)"
 
 

@@ -12,7 +12,7 @@
    triton, peaks), each notebook, and the performance tables. The exit status is 1 when any
    notebook failed or any solution lost points.
 
-``python -m gpudl.runlabs bench NAME OUT.json [ARGS...]`` is the child that runs one benchmark.
+``python -m gpudl_instructor.runlabs bench NAME OUT.json [ARGS...]`` is the child that runs one benchmark.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from typing import Any
 import nbformat
 
 from . import pipeline
-from .table import Table
+from gpudl.table import Table
 
 SECRET = "gpudl-run-labs"     # solutions must pass any seed; a fixed one keeps reports reproducible
 
@@ -54,7 +54,7 @@ class NotebookRun:
 
 def device_info(device: str) -> dict[str, Any]:
     """Name, driver, CUDA, library versions and peaks of the device the run uses."""
-    from . import hardware
+    from gpudl import hardware
 
     info: dict[str, Any] = {"device": device, "python": platform.python_version(), "host": platform.node()}
     for dist in ("torch", "triton", "numpy", "nbgrader"):
@@ -158,7 +158,7 @@ def run_lab(lab: str, root: Path, env: dict[str, str], workdir: Path, cell_timeo
 def run_benchmark(name: str, argv: list[str], env: dict[str, str], report: Path, timeout: int) -> dict[str, Any]:
     """Run one benchmark in a child process (a crash or hang cannot take the report down)."""
     out = report / f"bench_{name}.json"
-    cmd = [sys.executable, "-m", "gpudl.runlabs", "bench", name, str(out), *argv]
+    cmd = [sys.executable, "-m", "gpudl_instructor.runlabs", "bench", name, str(out), *argv]
     start = time.monotonic()
     try:
         res = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
@@ -174,7 +174,7 @@ def run_benchmark(name: str, argv: list[str], env: dict[str, str], report: Path,
 
 
 def _bench_child(name: str, out: str, argv: list[str]) -> int:
-    from . import benchmarks
+    from gpudl import benchmarks
 
     table = benchmarks.run(name, argv)
     data = table.to_json()
@@ -233,7 +233,7 @@ def run_labs(device: str = "cuda", report: Path = Path("gpu-report"), only: list
     root = pipeline.repo_root(root)
     report = Path(report).resolve()
     report.mkdir(parents=True, exist_ok=True)
-    from . import hardware
+    from gpudl import hardware
     if device == "cuda" and not hardware.cuda_available():
         raise RuntimeError("--device cuda, but torch sees no CUDA device (a CPU build of torch? `gpudl doctor` "
                            "tells); on a machine without a GPU, run with --device cpu")
@@ -271,7 +271,7 @@ def run_labs(device: str = "cuda", report: Path = Path("gpu-report"), only: list
                  + ("" if run.ok else f": {run.error.splitlines()[0] if run.error else run.notes}"))
     benches: list[dict[str, Any]] = []
     if benchmarks:
-        from . import benchmarks as registry
+        from gpudl import benchmarks as registry
         for name in registry.names():
             if only and not wanted(name):
                 continue
@@ -293,5 +293,5 @@ def run_labs(device: str = "cuda", report: Path = Path("gpu-report"), only: list
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "bench":
         raise SystemExit(_bench_child(sys.argv[2], sys.argv[3], sys.argv[4:]))
-    print("usage: python -m gpudl.runlabs bench NAME OUT.json [ARGS...]", file=sys.stderr)
+    print("usage: python -m gpudl_instructor.runlabs bench NAME OUT.json [ARGS...]", file=sys.stderr)
     raise SystemExit(2)

@@ -5,14 +5,14 @@
 folder of submissions (or an LMS zip) goes:
 
 1. the assignment is generated once for the batch (``OUT/gradebook.db``, ``OUT/release``);
-2. every submission is found and inspected without running it (``gpudl.submissions``): one
+2. every submission is found and inspected without running it (``gpudl_instructor.submissions``): one
    row each, symlinks and oversized files refused, deleted cells restored in place;
-3. each student is autograded in a process of their own (``gpudl.autograde``), started from a
+3. each student is autograded in a process of their own (``gpudl_instructor.autograde``), started from a
    server that has already imported nbgrader and torch, several at a time (up to the cores,
-   one per GPU on a GPU machine): the kernel runs in a sandbox (``gpudl.sandbox``), checks
-   run in a checker outside it with the student's seed (``gpudl.grading.checker``), a test
+   one per GPU on a GPU machine): the kernel runs in a sandbox (``gpudl_instructor.sandbox``), checks
+   run in a checker outside it with the student's seed (``gpudl_instructor.checker``), a test
    cell scores only when nbgrader and the checker both pass it, and the feedback page is
-   made and sanitized there (``gpudl.feedback``); the whole process is stopped at the
+   made and sanitized there (``gpudl_instructor.feedback``); the whole process is stopped at the
    student's time limit;
 4. each student's grades are merged into ``OUT/gradebook.db``; only the graded notebook and
    the feedback page are copied into ``OUT``; ``OUT/grades.csv`` is rebuilt from the
@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable
 
 import nbformat
 
-from . import notebooks
+from gpudl import notebooks
 from .submissions import (Submission, find_submissions, inspect_submission, repair, review_flags,  # noqa: F401
                           split_name)
 
@@ -84,7 +84,7 @@ def _nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def _write_config(course: Path, *, cell_timeout: int | None = None) -> None:
     course.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(
-        "from gpudl.pipeline import configure_nbgrader\n"
+        "from gpudl_instructor.pipeline import configure_nbgrader\n"
         "c = get_config()  # noqa: F821\n"
         f"configure_nbgrader(c, cell_timeout={cell_timeout!r})\n"
         f"c.CourseDirectory.root = {str(course)!r}\n"
@@ -176,10 +176,15 @@ def _generate_in_process(lab: str, course: Path, cell_timeout: int | None) -> st
 
 
 def release(lab: str | None = None, root: str | Path | None = None) -> list[Path]:
-    """Regenerate ``labs/LAB/`` from ``solutions/LAB/`` (every lab when ``lab`` is None)."""
+    """Regenerate ``labs/LAB/`` from ``solutions/LAB/`` (every lab when ``lab`` is None), and the
+    expected values of its visible cases in the course edition (``gpudl_instructor.expected``)."""
+    from . import expected
+
     root = repo_root(root)
     written = []
-    for name in ([lab] if lab else lab_names(root)):
+    names = [lab] if lab else lab_names(root)
+    written += expected.write(names, root)
+    for name in names:
         with tempfile.TemporaryDirectory(prefix="gpudl-release-") as tmp:
             released = generate(name, root, Path(tmp))
             dest = root / "labs" / name
@@ -269,7 +274,7 @@ def _context() -> Any:
         # CUDA; asked through NVML it does not (the server forks every student's process).
         os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["gpudl.autograde_server"])
+        ctx.set_forkserver_preload(["gpudl_instructor.autograde_server"])
         _CONTEXT = ctx
     return _CONTEXT
 
@@ -322,8 +327,9 @@ def autograde_student(lab: str, student: str, notebook: Path, base_gradebook: Pa
     ``source``, the instructor's notebook, by default ``solutions/LAB/LAB.ipynb``)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from . import autograde, hardware, sandbox as sb
-    from .grading.checker import expected_checks
+    from gpudl import hardware
+    from . import autograde, sandbox as sb
+    from .checker import expected_checks
 
     if expected is None:
         source = source or repo_root(root) / "solutions" / lab / f"{lab}.ipynb"
@@ -443,8 +449,9 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
     ``sandbox=True`` on a machine where bubblewrap cannot make one, grading is refused."""
     from nbgrader.api import Gradebook
 
-    from . import hardware, sandbox as sb
-    from .grading.checker import expected_checks
+    from gpudl import hardware
+    from . import sandbox as sb
+    from .checker import expected_checks
 
     root = repo_root(root)
     out = Path(out).resolve()

@@ -26,12 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..references import GradingError
-from . import boundary, wire
+from gpudl.references import GradingError
+from gpudl.grading import boundary, wire
+
+from . import checks as _checks
+
+_checks.install()           # hidden calls run the instructor's checks
 
 STUDENT_RESULT_BYTES = 1 << 30       # the most a student's results may weigh in one message
 # The kernel's side lives in gpudl.grading.boundary (which this module builds on).
-from .boundary import CHECKER_ENV, remote_enabled, run_remote  # noqa: E402, F401
+from gpudl.grading.boundary import CHECKER_ENV, remote_enabled, run_remote  # noqa: E402, F401
 
 
 # --- checker side ----------------------------------------------------------------------------------
@@ -166,7 +170,7 @@ class CheckerServer:
             self._threads.append(t)
 
     def _serve(self, conn: socket.socket, cell: str) -> None:
-        from . import seed_override
+        from gpudl.grading import seed_override
 
         with conn:
             conn.settimeout(self.call_timeout)
@@ -180,8 +184,13 @@ class CheckerServer:
                 call = wire.decode(msg.get("call"), bufs, device=self.device,
                                    extra=lambda key, node: _decode_handle(key, node, session))
                 args, kwargs = tuple(call["args"]), dict(call["kwargs"])
-                hidden = bool(kwargs.get("hidden", False))
-                check = boundary.registered_check(name)
+                hidden = bool(kwargs.pop("hidden", False))
+                check, extra = boundary.resolve(name, hidden)
+                kwargs.update(extra)
+            except GradingError as exc:        # a hidden call of a check that has no hidden cases
+                self._record(cell, name, hidden, False, str(exc))
+                self._done(conn, False, str(exc))
+                return
             except (wire.WireError, KeyError, TypeError, ValueError, ImportError, OSError, EOFError) as exc:
                 self._record(cell, name, hidden, False, f"the grader could not read this check ({exc})")
                 self._done(conn, False, "the grader could not read this check")

@@ -1,0 +1,30 @@
+"""The instructor's part of gpudl: what never leaves the instructor's machine.
+
+The course edition (``gpudl``) is what students receive, what lecture notebooks import and all a
+student's kernel can see while it is graded. This package holds everything else, and only it
+imports ``gpudl`` (never the reverse):
+
+``references``        the references of graded exercises, one module per lab (``references.lab06``)
+``checks``            the hidden cases of every lab's checks, drawn from the instructor's secret,
+                      judged against the references (``checks.lab06``)
+``expected``          writing the visible cases' expected values (``gpudl/grading/expected/``) at release
+``hunt``              the proof that the course edition holds no answer (``gpudl hunt``, ``gpudl handout``)
+``inprocess``         a notebook's cells run in this process, scored as nbgrader scores them
+``submissions``       finding, inspecting and repairing submissions
+``sandbox``           the bubblewrap sandbox a graded kernel runs in (it sees the course edition only)
+``checker``           the checker: checks judged outside the sandbox, with the student's seed
+``autograde``, ``autograde_server``, ``nbgrader_setup``, ``feedback``
+                      one student autograded by nbgrader; the warmed server; nbgrader's settings;
+                      sanitized feedback
+``pipeline``          release and grading a class
+``handout``           the student hand-out (and answers after a deadline)
+``formgrader``, ``runlabs``, ``cli``
+                      nbgrader's formgrader on a grading output; ``gpudl run-labs``; the full command
+``benchmarks``        ``gpudl bench grading``
+"""
+import os as _os
+
+from gpudl import benchmarks as _benchmarks, references as _references
+
+_benchmarks.EXTRA.setdefault("grading", "gpudl_instructor.benchmarks.grading")
+_references.trust(_os.path.dirname(__file__))      # the references call each other freely under the guard
