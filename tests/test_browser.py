@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 LAB = "lab01_performance_basics"
 WRONG = ROOT / "tests" / "mutants" / LAB / "peak_flops_from_units__no_factor_2.py"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hunt")]   # its hand-out reuses the hunt's cache
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -80,7 +80,7 @@ def served(tmp_path_factory, chromium):
     tmp = tmp_path_factory.mktemp("browser")
     handout = tmp / "gpudl-labs"
     res = subprocess.run([sys.executable, "-m", "gpudl_instructor", "handout", str(handout)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     port, token = free_port(), "gpudl-browser-token"
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"))

@@ -15,6 +15,9 @@ import pytest
 from gpudl import labserver
 from gpudl_instructor import handout
 
+# The hand-out runs the answer hunt: with test_hunt and the browser test on one worker, it runs once
+# (its results are cached by content).
+pytestmark = pytest.mark.xdist_group("hunt")
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 LABS = sorted(p.parent.name for p in (ROOT / "solutions").glob("*/*.ipynb") if p.stem == p.parent.name)
@@ -23,8 +26,8 @@ LABS = sorted(p.parent.name for p in (ROOT / "solutions").glob("*/*.ipynb") if p
 @pytest.fixture(scope="module")
 def out(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("handout") / "gpudl-labs"
-    res = subprocess.run([sys.executable, "-m", "gpudl_instructor", "handout", str(dest)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run([sys.executable, "-m", "gpudl_instructor", "handout", str(dest), "--root", str(ROOT)],
+                         cwd=dest.parent, capture_output=True, text=True, timeout=1800)   # from anywhere, with --root
     assert res.returncode == 0, res.stdout + res.stderr
     assert str(dest) in res.stdout and "make lab" in res.stdout
     return dest
@@ -105,6 +108,44 @@ def test_gpudl_imports_from_the_handout_and_serves_it(out, tmp_path):
     assert f"course      {out} (hand-out): labs {', '.join(LABS)}" in doctor.stdout, doctor.stdout
 
 
+def test_it_holds_the_course_edition_and_nothing_of_the_instructors_part(out):
+    assert not list(out.rglob("gpudl_instructor*")) and not (out / "answers").exists()
+    project = (out / "pyproject.toml").read_text()
+    assert 'gpudl = "gpudl.cli:main"' in project and "gpudl_instructor" not in project
+    assert 'include = ["gpudl", "gpudl.*"]' in project
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in (out / "src").rglob("*.py")]
+    assert not [t for t in texts if "import gpudl_instructor" in t or "from gpudl_instructor" in t]
+    env = dict(os.environ, PYTHONPATH=str(out / "src"))
+    res = subprocess.run([sys.executable, "-m", "gpudl", "--help"], cwd=out, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0 and "doctor" in res.stdout and "lab" in res.stdout, res.stderr
+    assert "grade" not in res.stdout and "handout" not in res.stdout
+
+
+def test_answers_after_the_deadline_add_the_solution_and_the_references_of_closed_labs(tmp_path):
+    lab = next(name for name in LABS if name.startswith("lab06"))
+    dest = handout.handout(tmp_path / "week7", ROOT, answers=["lab06"], hunt=False)
+    folder = dest / "answers" / lab
+    assert sorted(p.name for p in folder.iterdir()) == [f"{lab}_solution.ipynb", "lab06_references.py"]
+    assert "### BEGIN SOLUTION" in (folder / f"{lab}_solution.ipynb").read_text()
+    assert "def lstm_cell_forward" in (folder / "lab06_references.py").read_text()
+    assert not (dest / "answers" / LABS[0]).exists()
+    with pytest.raises(ValueError, match="no lab 'lab99'"):
+        handout.handout(tmp_path / "x", ROOT, answers=["lab99"], hunt=False)
+
+
+def test_it_refuses_while_the_hunt_finds_an_answer(tmp_path, monkeypatch):
+    from gpudl_instructor import hunt
+
+    found = hunt.Finding("lab06_lstm_bptt", "test_sgd_step", "callable", "gpudl.lstm.sgd_step")
+    monkeypatch.setattr(hunt, "hunt", lambda labs, root: [found])
+    monkeypatch.setattr(hunt, "PENDING", {})
+    with pytest.raises(RuntimeError, match="refusing to hand out answers.*gpudl.lstm.sgd_step passes the hidden check"):
+        handout.handout(tmp_path / "out", ROOT)
+    assert not (tmp_path / "out").exists()
+    handout.handout(tmp_path / "out", ROOT, answers=["lab06"])     # released on purpose: written
+
+
 def test_it_refuses_to_overwrite_or_to_write_into_the_course(tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "keep.txt").write_text("mine")
@@ -128,7 +169,7 @@ def test_it_refuses_a_release_that_holds_a_solution(tmp_path):
     (course / "labs" / lab).mkdir(parents=True)
     shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", course / "labs" / lab)   # "released" by hand
     with pytest.raises(RuntimeError, match="BEGIN SOLUTION"):
-        handout.handout(tmp_path / "out", course)
+        handout.handout(tmp_path / "out", course, hunt=False)
     assert not (tmp_path / "out").exists()
 
 

@@ -1,4 +1,5 @@
-"""The package's import graph: no cycles, nothing imports the CLI, every module imports alone.
+"""The packages' import graph: no cycles, nothing imports the CLI, every module imports alone,
+and the course edition (``gpudl``) never imports the instructor's part (``gpudl_instructor``).
 
 The graph is read from the source (``ast``), so it sees imports inside functions too: a
 deferred import that closes a cycle (``cli -> runlabs -> cli`` once did) is still a cycle,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -20,18 +22,21 @@ from pathlib import Path
 import pytest
 
 import gpudl
+import gpudl_instructor
 
-PACKAGE = Path(gpudl.__file__).resolve().parent
-ENTRY_POINTS = {"gpudl.__main__"}          # running it runs the CLI: not a module to import
+PACKAGES = [Path(gpudl.__file__).resolve().parent, Path(gpudl_instructor.__file__).resolve().parent]
+ENTRY_POINTS = {"gpudl.__main__", "gpudl_instructor.__main__"}   # running one runs a CLI: not a module to import
+CLIS = {"gpudl.cli", "gpudl_instructor.cli"}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
-    """Every module of the package: dotted name -> (file, is a package's __init__)."""
+    """Every module of both packages: dotted name -> (file, is a package's __init__)."""
     out = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        is_pkg = parts[-1] == "__init__"
-        out[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    for package in PACKAGES:
+        for path in sorted(package.rglob("*.py")):
+            parts = list(path.relative_to(package.parent).with_suffix("").parts)
+            is_pkg = parts[-1] == "__init__"
+            out[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
     return out
 
 
@@ -98,8 +103,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_graph_reader_sees_deferred_and_relative_imports():
     graph = _graph()
     assert "gpudl.cli" in graph["gpudl.__main__"]
-    assert {"gpudl.pipeline", "gpudl.table"} <= graph["gpudl.runlabs"]
-    assert "gpudl.benchmarks" in graph["gpudl.runlabs"]              # inside a function
+    assert {"gpudl_instructor.pipeline", "gpudl.table"} <= graph["gpudl_instructor.runlabs"]
+    assert "gpudl.benchmarks" in graph["gpudl_instructor.runlabs"]              # inside a function
     assert "gpudl.conv.descriptors" in graph["gpudl.conv.geometry"]   # from .descriptors import ...
     assert "gpudl.hardware" in graph["gpudl.conv.descriptors"]        # from ..hardware import ...
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
@@ -112,8 +117,22 @@ def test_no_import_cycle():
 
 
 def test_no_module_imports_the_cli():
-    importers = sorted(name for name, deps in _graph().items() if "gpudl.cli" in deps and name not in ENTRY_POINTS)
-    assert not importers, f"{importers} import gpudl.cli; the CLI calls the package, never the reverse"
+    importers = sorted(name for name, deps in _graph().items()
+                       if "gpudl_instructor.cli" in deps and name not in ENTRY_POINTS
+                       or "gpudl.cli" in deps and name not in ENTRY_POINTS | {"gpudl_instructor.cli"})
+    assert not importers, f"{importers} import a CLI; the CLI calls the package, never the reverse"
+
+
+def test_the_course_edition_never_imports_the_instructors_part():
+    graph = _graph()
+    bad = {name: sorted(d for d in deps if d.startswith("gpudl_instructor"))
+           for name, deps in graph.items() if name.split(".")[0] == "gpudl"}
+    bad = {k: v for k, v in bad.items() if v}
+    assert not bad, f"course-edition modules import the instructor's part: {bad}"
+    dynamic = re.compile(r"""(import_module|__import__|find_spec)\(\s*f?["']gpudl_instructor""")
+    named = sorted(name for name, (path, _) in MODULES.items()
+                   if name.split(".")[0] == "gpudl" and dynamic.search(path.read_text()))
+    assert not named, f"course-edition modules import gpudl_instructor by name: {named}"
 
 
 def test_benchmarks_import_concept_modules_and_never_the_reverse():
@@ -124,9 +143,20 @@ def test_benchmarks_import_concept_modules_and_never_the_reverse():
             assert not bad, f"{name} imports the benchmark modules {bad}: a concept module does not know its benchmark"
 
 
+# A course-edition module imports in an interpreter where the instructor's part cannot be found,
+# as in a hand-out and in the grading sandbox.
+_NO_INSTRUCTOR = ("import sys, importlib.abc\n"
+                  "class _Block(importlib.abc.MetaPathFinder):\n"
+                  "    def find_spec(self, name, path, target=None):\n"
+                  "        if name.split('.')[0] == 'gpudl_instructor': raise ImportError('not in the course edition')\n"
+                  "sys.meta_path.insert(0, _Block())\n")
+
+
 def _import_alone(name: str) -> tuple[str, int, str]:
-    code = (f"import sys, importlib; importlib.import_module({name!r}); "
-            f"assert {name!r} == 'gpudl.cli' or 'gpudl.cli' not in sys.modules, 'imported gpudl.cli'")
+    block = _NO_INSTRUCTOR if name.split(".")[0] == "gpudl" else ""
+    code = (f"{block}import sys, importlib; importlib.import_module({name!r}); "
+            f"assert {name!r} in {sorted(CLIS)!r} or not {{'gpudl.cli', 'gpudl_instructor.cli'}} & set(sys.modules), "
+            "'imported a CLI'")
     env = {**os.environ, "GPUDL_DEVICE": "cpu"}
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     return name, res.returncode, res.stderr[-1500:]

@@ -118,3 +118,15 @@ def test_names_for_the_gradebook():
     assert submissions.student_id("Jane Doe") == "Jane-Doe"
     assert "/" not in submissions.student_id("a/../b") and not submissions.student_id("../x").startswith(".")
     assert submissions.student_id("") == "unknown" and submissions.student_id("ü") == "unknown"
+
+
+def test_review_flags_name_a_binding_to_a_package_callable_and_reading_package_source(tmp_path):
+    """Two attempts a reviewer should see (neither can score: the course edition holds no answer)."""
+    nb = notebooks.replace_source(released(), "bound", "bound = check.bound\n")
+    nb = notebooks.replace_source(nb, "utilization", "import inspect, gpudl\nsrc = inspect.getsource(gpudl.roofline)\n"
+                                  "text = open(gpudl.__file__).read()\ndef utilization(a, p):\n    return a / p\n")
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and "binds bound to the package's check.bound" in f for f in flags), flags
+    assert any("cell 'utilization'" in f and ("getsource" in f or "__file__" in f) for f in flags), flags
+    honest = notebooks.replace_source(released(), "bound", "spec = hardware.H100\ndef bound(*a):\n    return 'memory'\n")
+    assert submissions.review_flags(write(tmp_path / "b", honest), released()) == []

@@ -25,7 +25,7 @@ import nbformat
 from gpudl.grading import expected as store
 
 from . import references
-from .pipeline import repo_root
+from .course import repo_root
 
 _HIDDEN = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
 

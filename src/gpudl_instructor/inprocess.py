@@ -29,7 +29,7 @@ from typing import Any
 
 import nbformat
 
-from .pipeline import IGNORE_STDERR, SEED_ENV
+from .nbgrader_setup import IGNORE_STDERR, SEED_ENV
 
 
 _RUNS = itertools.count()

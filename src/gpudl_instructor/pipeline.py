@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterable
 import nbformat
 
 from gpudl import notebooks
+from .course import lab_names, repo_root  # noqa: F401 - part of the pipeline's API
 from .submissions import (Submission, find_submissions, inspect_submission, repair, review_flags,  # noqa: F401
                           split_name)
 
@@ -55,20 +56,6 @@ from .nbgrader_setup import (COURSE_ID, DEFAULT_CELL_TIMEOUT, DEFAULT_STUDENT_TI
 
 
 # --- course directories ------------------------------------------------------------------
-
-def repo_root(start: str | Path | None = None) -> Path:
-    """The course repository: the nearest directory upward holding nbgrader_config.py and solutions/."""
-    here = Path(start or os.getcwd()).resolve()
-    for d in (here, *here.parents):
-        if (d / "nbgrader_config.py").is_file() and (d / "solutions").is_dir():
-            return d
-    raise FileNotFoundError(f"no course repository (nbgrader_config.py + solutions/) at or above {here}")
-
-
-def lab_names(root: str | Path | None = None) -> list[str]:
-    root = repo_root(root)
-    return sorted(p.parent.name for p in (root / "solutions").glob("*/*.ipynb") if p.stem == p.parent.name)
-
 
 def _nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)

@@ -33,6 +33,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -329,8 +330,64 @@ def repair(nb_path: Path, released: nbformat.NotebookNode, dest: Path) -> Path:
 _SUSPECT_ATTRS = {"__wrapped__", "__closure__", "__code__", "__globals__", "__builtins__", "__dict__", "f_locals",
                   "f_globals", "f_back", "_getframe", "settrace", "setprofile", "set_custom_exc",
                   "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "register_magic_function",
-                  "get_referents", "get_referrers", "get_objects", "modules"}
+                  "get_referents", "get_referrers", "get_objects", "modules",
+                  # reading the package's source: its files, or a function's code as text
+                  "getsource", "getsourcelines", "getsourcefile", "getfile", "__file__", "__path__", "__spec__",
+                  "__loader__", "get_data"}
 _SUSPECT_NAMES = {"exec", "eval", "compile", "__import__", "ctypes", "importlib", "marshal", "get_ipython"}
+
+
+def _package_aliases(nb: Any) -> dict[str, str]:
+    """{name: module} for every name the notebook binds to the package or one of its modules
+    (``import gpudl.lstm``, ``from gpudl import bench``, ``from gpudl.grading import lab06 as check``)."""
+    import ast
+
+    aliases: dict[str, str] = {}
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(cell.get("source", ""))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] == "gpudl":
+                        aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else "gpudl"
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "gpudl":
+                for a in node.names:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def _exercise_names(released: Any) -> set[str]:
+    """The functions the lab asks for: those its released solution cells define."""
+    import ast
+
+    names: set[str] = set()
+    for cell in released.cells:
+        if cell.get("cell_type") == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            try:
+                tree = ast.parse(cell.get("source", ""))
+            except SyntaxError:
+                continue
+            names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _package_callable(value: Any, package: dict[str, str]) -> bool:
+    """Whether ``value`` (an assignment's right side) names something of the package without
+    calling it: ``check._pkg_cell_forward``, ``gpudl.lstm.sgd_step``, ``bench.gemm_flops``."""
+    import ast
+
+    node = value
+    if not isinstance(node, ast.Attribute):
+        return False
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in package
 
 
 def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
@@ -342,6 +399,8 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
     if nb is None:
         return []
     locked = {_gid(c) for c in released.cells if c.get("metadata", {}).get("nbgrader", {}).get("locked")}
+    package = _package_aliases(nb)
+    exercises = _exercise_names(released)
     flags: list[str] = []
     for index, cell in enumerate(nb.cells):
         if cell.get("cell_type") != "code" or _gid(cell) in locked:
@@ -359,6 +418,12 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
                     if isinstance(t, ast.Attribute) and "gpudl" in ast.unparse(t.value) or (
                             isinstance(t, ast.Attribute) and ast.unparse(t.value) in ("check",)):
                         what = f"rebinds {ast.unparse(t)}"
+            if isinstance(node, ast.Assign) and _package_callable(node.value, package) and \
+                    any(isinstance(t, ast.Name) and t.id in exercises for t in node.targets):
+                what = f"binds {', '.join(ast.unparse(t) for t in node.targets)} to the package's {ast.unparse(node.value)}"
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in package \
+                    and package[node.value.id].startswith("gpudl.grading"):
+                what = f"uses the grading module's {ast.unparse(node)}"
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
                 what = f"calls {node.func.id}"
             elif isinstance(node, ast.Attribute) and node.attr in _SUSPECT_ATTRS:
