@@ -22,7 +22,7 @@ setup: $(VENV)/.installed            ## create .venv and install gpudl with ever
 
 $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[dev]'
+	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[dev,instructor]'
 	touch $@
 
 lab: setup                           ## open JupyterLab on labs/ and course/ as students see it (LAB_ARGS="--port 8888 --no-browser")

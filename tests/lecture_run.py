@@ -11,16 +11,20 @@ The code cells run in order in one namespace, as in a kernel, with the cell mech
 ``tests/inprocess.py`` (each cell's source in ``linecache`` so that ``inspect`` and
 ``@triton.jit`` find it; the last expression evaluated), headless (``MPLBACKEND=Agg``), in a
 scratch working directory, and with the process state a notebook may change (environment, torch
-flags, figures) restored afterwards. The first cell that raises ends the run; the result says
-which cell and why. A Jupyter kernel is not involved: ``gpudl run-labs`` (and its test) executes
+flags, figures) restored afterwards, and with the course edition alone: the instructor's part
+(``gpudl_instructor``: references, checks, grader) cannot be imported while a lecture runs, as
+in a student's hand-out. The first cell that raises ends the run; the result says which cell and
+why. A Jupyter kernel is not involved: ``gpudl run-labs`` (and its test) executes
 the notebooks with nbclient.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
 import io
 import os
 import re
+import sys
 import tempfile
 import time
 import traceback
@@ -30,7 +34,7 @@ from typing import Any
 
 import nbformat
 
-from inprocess import _compile_cell, _isolated_state
+from gpudl_instructor.inprocess import _compile_cell, _isolated_state
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "course"
@@ -61,6 +65,28 @@ def normalize_space(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+class _CourseEditionOnly(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "gpudl_instructor":
+            raise ImportError(f"{name} is the instructor's part: a lecture runs in the course edition alone")
+        return None
+
+
+@contextlib.contextmanager
+def course_edition_only():
+    """Neither an imported module of the instructor's part nor a new import of one, while inside."""
+    kept = {name: mod for name, mod in sys.modules.items() if name.split(".")[0] == "gpudl_instructor"}
+    for name in kept:
+        del sys.modules[name]
+    blocker = _CourseEditionOnly()
+    sys.meta_path.insert(0, blocker)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(blocker)
+        sys.modules.update(kept)
+
+
 def execute(path: Path) -> ExecutedNotebook:
     """Run every code cell of ``path`` in one fresh namespace; stop at the first error."""
     nb = nbformat.read(str(path), as_version=4)
@@ -68,7 +94,7 @@ def execute(path: Path) -> ExecutedNotebook:
     run = ExecutedNotebook(path, namespace, markdown_text(nb))
     start = time.perf_counter()
     cwd = os.getcwd()
-    with _isolated_state(), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as scratch:
+    with _isolated_state(), course_edition_only(), tempfile.TemporaryDirectory(prefix=f"{path.stem}-") as scratch:
         os.environ["MPLBACKEND"] = "Agg"
         import matplotlib
         matplotlib.use("Agg")

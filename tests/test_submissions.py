@@ -130,3 +130,15 @@ def test_review_flags_name_a_binding_to_a_package_callable_and_reading_package_s
     assert any("cell 'utilization'" in f and ("getsource" in f or "__file__" in f) for f in flags), flags
     honest = notebooks.replace_source(released(), "bound", "spec = hardware.H100\ndef bound(*a):\n    return 'memory'\n")
     assert submissions.review_flags(write(tmp_path / "b", honest), released()) == []
+
+
+def test_the_lms_ids_and_the_late_mark_are_kept(tmp_path):
+    subs = tmp_path / "subs"
+    write(subs / "Ada Lovelace_731_assignsubmission_file_")
+    nb = nbformat.writes(released())
+    (subs / f"bob_LATE_1002_2002_{LAB}.ipynb").write_text(nb)
+    (subs / f"cy_1003_2003_{LAB}.ipynb").write_text(nb)
+    write(subs / "dee")
+    found = {s.student: (s.lms, s.lms_id, s.late) for s in submissions.find_submissions(subs, LAB)}
+    assert found == {"Ada-Lovelace": ("moodle", "731", False), "bob": ("canvas", "1002", True),
+                     "cy": ("canvas", "1003", False), "dee": ("", "", False)}, found

@@ -10,11 +10,16 @@
                                     execute every course notebook and lab, grade the solutions,
                                     and report the units' measurements
     gpudl hunt [LAB ...]            look for graded answers in the course edition (what handout runs)
+    gpudl report OUT [OUT ...]      the class report: scores, tests, failure reasons, review notes, time
+    gpudl similar OUT               similar pairs of submissions (copydetect), with the matched fragments
+    gpudl export OUT --lms canvas|moodle
+                                    the grades as the LMS's gradebook import reads them
 """
 from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from pathlib import Path
 
 from gpudl import cli as course_cli
@@ -106,6 +111,35 @@ def hunt(args: argparse.Namespace) -> int:
     return 1 if findings else 0
 
 
+def report(args: argparse.Namespace) -> int:
+    from .report import write_report
+    page, table = write_report(args.outs, args.dest)
+    print(f"report: {page} and {table}")
+    return 0
+
+
+def similar(args: argparse.Namespace) -> int:
+    from .similar import similar as find
+    pairs = find(args.out, lab=args.lab, references=args.reference or (), threshold=args.threshold,
+                 root=Path(args.root) if args.root else None)
+    for p in pairs[:20]:
+        print(f"{p.similarity:5.0%}  {p.a} & {p.b}  ({p.tokens} tokens)")
+    print(f"{len(pairs)} pair(s) at or above {args.threshold:.0%}; fragments side by side in "
+          f"{Path(args.out) / 'similar.html'}")
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    from .lms import export as write
+    done = write(args.out, args.lms, args.dest, late_penalty=args.late_penalty)
+    print(f"{done.rows} grade(s) for {args.lms} in {done.path}"
+          + (f"; late: {', '.join(done.late)}" if done.late else ""))
+    if done.without_id:
+        print(f"NOT exported (no {args.lms} id in their submission's file name: enter by hand): "
+              f"{', '.join(done.without_id)}", file=sys.stderr)
+    return 0
+
+
 def run_labs(args: argparse.Namespace) -> int:
     from gpudl.hardware import device
     from .runlabs import run_labs as do_run
@@ -161,6 +195,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("labs", nargs="*", help="labs to hunt in (default: all)")
     p.add_argument("--root", help="the course repository (default: the one around the current folder)")
     p.set_defaults(fn=hunt)
+
+    p = sub.add_parser("report", help="the class report of grading outputs (report.html, report.csv)")
+    p.add_argument("outs", nargs="+", metavar="OUT", help="the --out folders of gpudl grade (one per lab)")
+    p.add_argument("--dest", help="where report.html and report.csv go (default: the first OUT)")
+    p.set_defaults(fn=report)
+
+    p = sub.add_parser("similar", help="similar pairs of submissions in a grading output (copydetect)")
+    p.add_argument("out", help="the --out folder of gpudl grade")
+    p.add_argument("--reference", action="append", metavar="DIR",
+                   help="past terms' submissions or grading outputs to compare with (repeatable)")
+    p.add_argument("--threshold", type=float, default=0.5, help="share of one side's own code (default 0.5)")
+    p.add_argument("--lab", help="the lab, when OUT holds several")
+    p.add_argument("--root", help="the course repository (default: the one around the current folder)")
+    p.set_defaults(fn=similar)
+
+    p = sub.add_parser("export", help="grades as Canvas's or Moodle's import reads them")
+    p.add_argument("out", help="the --out folder of gpudl grade")
+    p.add_argument("--lms", required=True, choices=("canvas", "moodle"))
+    p.add_argument("--dest", help="the CSV to write (default: OUT/LAB-LMS.csv)")
+    p.add_argument("--late-penalty", type=float, default=0.0,
+                   help="fraction of the score taken off a submission the LMS marked late (default 0: none)")
+    p.set_defaults(fn=export)
 
     p = sub.add_parser("run-labs", help="execute every notebook, grade the solutions, report")
     p.add_argument("--device", choices=("cpu", "cuda"),

@@ -38,6 +38,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import types
 import warnings
 from dataclasses import asdict, dataclass
@@ -374,8 +375,10 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
                 continue
         # The course edition of ``root`` (its src/ first on the path), not whichever gpudl is installed.
         path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH", "")) if p)
-        res = subprocess.run([sys.executable, "-m", __name__, lab, "--root", str(root)], capture_output=True,
-                             text=True, cwd=root, env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path})
+        # In a scratch folder: a candidate called with the check's arguments may write files.
+        with tempfile.TemporaryDirectory(prefix="gpudl-hunt-") as scratch:
+            res = subprocess.run([sys.executable, "-m", __name__, lab, "--root", str(root)], capture_output=True,
+                                 text=True, cwd=scratch, env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path})
         if res.returncode not in (0, 1):
             raise RuntimeError(f"the hunt in {lab} failed:\n{res.stderr[-3000:]}")
         found = [Finding(**f) for f in json.loads(res.stdout.strip().splitlines()[-1])]

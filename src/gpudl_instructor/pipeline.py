@@ -199,6 +199,7 @@ class StudentResult:
     feedback: Path | None = None     # the sanitized feedback page, in the scratch course
     name: str = ""
     marks: dict[str, float] = field(default_factory=dict)   # where the seconds went (the child's clock)
+    lms: dict[str, Any] = field(default_factory=dict)       # {"lms", "id", "late"} when the LMS named the file
 
     def line(self) -> str:
         if not self.graded:
@@ -494,6 +495,7 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                 path, problem, notes = _prepare(sub, released_nb, scratch)
                 if path is None:
                     r = StudentResult(sub.student, False, max_score=max_score, reason=problem, name=sub.name)
+                    r.lms = {"lms": sub.lms, "id": sub.lms_id, "late": sub.late} if sub.lms else {}
                 else:
                     try:
                         r, db = autograde_student(
@@ -508,6 +510,7 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                     r.max_score = r.max_score or max_score
                     r.notes[:0] = notes
                     r.name = sub.name
+                    r.lms = {"lms": sub.lms, "id": sub.lms_id, "late": sub.late} if sub.lms else {}
                 with lock:
                     results.append(r)
                     if bar:
@@ -541,6 +544,11 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                 r.autograded = out / "autograded" / r.student / lab / r.autograded.name
         _update_status(out, lab, results)
         write_csv(out / "grades.csv", lab, out)
+        try:
+            from .report import write_report
+            write_report([out])
+        except Exception as exc:  # noqa: BLE001 - the grades are written; the report can be made again
+            echo(f"the class report could not be written ({exc}): run gpudl report {out}")
     finally:
         if os.environ.get("GPUDL_KEEP_SCRATCH"):
             echo(f"scratch kept (GPUDL_KEEP_SCRATCH): {scratch}")
@@ -560,7 +568,8 @@ def _update_status(out: Path, lab: str, results: list[StudentResult]) -> None:
     mine = status.setdefault(lab, {})
     for r in results:
         mine[r.student] = {"status": "graded" if r.graded else "not graded", "reason": r.reason,
-                           "notes": r.notes, "max_score": r.max_score, "name": r.name}
+                           "notes": r.notes, "max_score": r.max_score, "name": r.name,
+                           "seconds": round(r.seconds, 2), "lms": r.lms}
     _atomic_write(path, json.dumps(status, indent=1))
 
 
@@ -597,12 +606,16 @@ def write_csv(path: Path, lab: str, out: Path) -> None:
                     continue            # a student of another lab
             score = sum(scores.values()) if graded else 0.0
             pct = 100.0 * score / max_score if max_score else 0.0
+            lms = st.get("lms") or {}
             rows.append([sid, "graded" if graded else "not graded", f"{score:g}", f"{max_score:g}", f"{pct:.1f}",
                          st.get("reason", ""), " | ".join(st.get("notes", [])),
+                         "late" if lms.get("late") else "", f"{lms['lms']}:{lms['id']}" if lms.get("id") else "",
+                         f"{st.get('seconds', 0.0):g}",
                          *[f"{scores.get(c, 0.0):g}" for c in cells]])
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["student", "status", "score", "max_score", "percent", "reason", "notes", *cells])
+    w.writerow(["student", "status", "score", "max_score", "percent", "reason", "notes", "late", "lms_id", "seconds",
+                *cells])
     w.writerows(rows)
     _atomic_write(path, buf.getvalue())
 
@@ -615,7 +628,7 @@ def read_scores(path: Path) -> dict[str, dict[str, Any]]:
     for row in rows:
         parsed: dict[str, Any] = dict(row)
         for k, v in row.items():
-            if k not in ("student", "status", "reason", "notes"):
+            if k not in ("student", "status", "reason", "notes", "late", "lms_id"):
                 try:
                     parsed[k] = float(v)
                 except ValueError:

@@ -47,10 +47,15 @@ class Submission:
     notebook: Path | None       # None when nothing gradable was found
     problem: str = ""           # why it cannot be graded, when notebook is None
     name: str = ""              # the student's name as the LMS wrote it (for the gradebook)
+    lms: str = ""               # "canvas" or "moodle" when the LMS named the file or folder
+    lms_id: str = ""            # the LMS's own id of the student (Canvas user id, Moodle participant id)
+    late: bool = False          # the LMS marked the submission late (Canvas: LATE in the file name)
 
 
-_CANVAS = re.compile(r"^(?P<student>[^_]+)_(?:LATE_)?\d+_\d+_(?P<name>.+)$")
-_MOODLE = re.compile(r"^(?P<student>.+?)_\d+_assignsubmission_file_?$")
+# Canvas: name_USERID_SUBMISSIONID_file, with LATE_ before the user id for a late one.
+_CANVAS = re.compile(r"^(?P<student>[^_]+)_(?P<late>LATE_)?(?P<uid>\d+)_\d+_(?P<name>.+)$")
+# Moodle: "Full Name_PARTICIPANTID_assignsubmission_file_" folders.
+_MOODLE = re.compile(r"^(?P<student>.+?)_(?P<pid>\d+)_assignsubmission_file_?$")
 
 
 def student_id(raw: str) -> str:
@@ -174,13 +179,13 @@ def find_submissions(path: str | Path, lab: str, *, workdir: Path | None = None,
     found: list[Submission] = []
     taken: set[str] = set()
 
-    def add(raw: str, nb: Path | None, problem: str, name: str = "") -> None:
+    def add(raw: str, nb: Path | None, problem: str, name: str = "", lms: tuple[str, str, bool] = ("", "", False)) -> None:
         sid = student_id(raw)
         base, n = sid, 2
         while sid in taken:
             sid, n = f"{base}-{n}", n + 1
         taken.add(sid)
-        found.append(Submission(sid, nb, problem, name or raw))
+        found.append(Submission(sid, nb, problem, name or raw, *lms))
 
     for entry in sorted(path.iterdir()):
         if entry.name.startswith((".", "__MACOSX")):
@@ -192,17 +197,18 @@ def find_submissions(path: str | Path, lab: str, *, workdir: Path | None = None,
             m = _MOODLE.match(entry.name)
             raw = m["student"] if m else entry.name
             nb, problem = _pick_notebook(entry, lab, accept_renamed)
-            add(raw, nb, problem)
+            add(raw, nb, problem, lms=("moodle", m["pid"], False) if m else ("", "", False))
         elif entry.suffix == ".ipynb":
             m = _CANVAS.match(entry.name)
             raw = m["student"] if m else entry.stem
             original = m["name"] if m else entry.name
+            lms = ("canvas", m["uid"], bool(m["late"])) if m else ("", "", False)
             renamed = original != f"{lab}.ipynb" and not re.fullmatch(rf"{re.escape(lab)}(-\d+)?\.ipynb", original)
             if renamed and not accept_renamed:
-                add(raw, None, f"renamed notebook: found {original}, expected {lab}.ipynb")
+                add(raw, None, f"renamed notebook: found {original}, expected {lab}.ipynb", lms=lms)
             else:
                 why = _regular_notebook(entry)
-                add(raw, None if why else entry, why)
+                add(raw, None if why else entry, why, lms=lms)
     for member, why in refused:
         parts = [p for p in Path(member).parts if p not in ("..", ".", "/")]
         m = _CANVAS.match(parts[-1]) if parts else None
