@@ -20,11 +20,14 @@ imports ``gpudl`` (never the reverse):
 ``handout``           the student hand-out (and answers after a deadline)
 ``formgrader``, ``runlabs``, ``cli``
                       nbgrader's formgrader on a grading output; ``gpudl run-labs``; the full command
-``benchmarks``        ``gpudl bench grading``
+``benchmarks``        ``gpudl bench grading``, ``gpudl bench classview`` (report and similarity)
+``report``, ``similar``, ``lms``
+                      the class report; similar pairs of submissions; grades for Canvas and Moodle
 """
 import os as _os
 
 from gpudl import benchmarks as _benchmarks, references as _references
 
-_benchmarks.EXTRA.setdefault("grading", "gpudl_instructor.benchmarks.grading")
+for _name in ("grading", "classview"):
+    _benchmarks.EXTRA.setdefault(_name, f"gpudl_instructor.benchmarks.{_name}")
 _references.trust(_os.path.dirname(__file__))      # the references call each other freely under the guard

@@ -9,6 +9,8 @@
     gpudl run-labs --device cuda --report DIR
                                     execute every course notebook and lab, grade the solutions,
                                     and report the units' measurements
+    gpudl grade LAB SUBMISSIONS --out DIR --shard K/N, then gpudl merge OUT_1 ... OUT_N --out DIR
+                                    a class split across machines (a Slurm array, a CI matrix)
     gpudl hunt [LAB ...]            look for graded answers in the course edition (what handout runs)
     gpudl report OUT [OUT ...]      the class report: scores, tests, failure reasons, review notes, time
     gpudl similar OUT               similar pairs of submissions (copydetect), with the matched fragments
@@ -80,10 +82,12 @@ def grade(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{args.submissions} does not exist: give a folder of student folders "
                                 "(alice/LAB.ipynb, ...) or the zip of submissions from the LMS")
     limits = {"memory_bytes": int(args.memory_gb * 2**30)} if args.memory_gb else None
+    from .shards import parse_shard
+    shard = parse_shard(args.shard) if args.shard else None
     results = do_grade(args.lab, args.submissions, args.out, secret=args.secret, jobs=args.jobs,
                        cell_timeout=args.cell_timeout, student_timeout=args.student_timeout,
                        accept_renamed=args.accept_renamed, feedback=not args.no_feedback,
-                       sandbox=not args.unsafe_no_sandbox, limits=limits)
+                       sandbox=not args.unsafe_no_sandbox, limits=limits, shard=shard)
     graded = sum(r.graded for r in results)
     print(f"\n{graded} of {len(results)} graded; grades in {Path(args.out) / 'grades.csv'}, "
           f"feedback in {Path(args.out) / 'feedback'}, gradebook {Path(args.out) / 'gradebook.db'}")
@@ -109,6 +113,13 @@ def hunt(args: argparse.Namespace) -> int:
     findings = do_hunt(args.labs or None, root=Path(args.root) if args.root else None)
     print(report(findings))
     return 1 if findings else 0
+
+
+def merge(args: argparse.Namespace) -> int:
+    from .shards import merge as join
+    dest = join(args.outs, args.out)
+    print(f"merged {len(args.outs)} shard(s) into {dest}: grades.csv, gradebook.db, feedback/, report.html")
+    return 0
 
 
 def report(args: argparse.Namespace) -> int:
@@ -189,7 +200,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run student code WITHOUT the sandbox (only where bubblewrap cannot work and you trust "
                         "every submission)")
+    p.add_argument("--shard", metavar="K/N",
+                   help="grade only shard K of N of the class (the same split on every machine); join with gpudl merge")
     p.set_defaults(fn=grade)
+
+    p = sub.add_parser("merge", help="join the outputs of gpudl grade --shard K/N into one")
+    p.add_argument("outs", nargs="+", metavar="OUT_K", help="the shards' --out folders")
+    p.add_argument("--out", required=True, help="a new folder for the whole class")
+    p.set_defaults(fn=merge)
 
     p = sub.add_parser("hunt", help="look for graded answers in the course edition (gpudl handout runs it)")
     p.add_argument("labs", nargs="*", help="labs to hunt in (default: all)")

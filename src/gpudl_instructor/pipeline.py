@@ -430,8 +430,11 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
           student_timeout: float = DEFAULT_STUDENT_TIMEOUT, accept_renamed: bool = False,
           feedback: bool = True, progress: bool = True, extra_env: dict[str, str] | None = None,
           sandbox: bool = True, limits: dict[str, int] | None = None, outputs: dict[str, int] | None = None,
-          echo: Callable[[str], Any] = print) -> list[StudentResult]:
+          shard: tuple[int, int] | None = None, echo: Callable[[str], Any] = print) -> list[StudentResult]:
     """Grade every submission of ``lab``; write OUT/gradebook.db, OUT/feedback/, OUT/grades.csv.
+
+    ``shard=(K, N)`` grades only the submissions of shard K of N (``gpudl_instructor.shards``) and
+    records the split in OUT for ``gpudl merge``.
 
     ``sandbox=False`` runs kernels without the sandbox (``--unsafe-no-sandbox``); with
     ``sandbox=True`` on a machine where bubblewrap cannot make one, grading is refused."""
@@ -473,6 +476,12 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
         subs = find_submissions(subs_path, lab, workdir=scratch, accept_renamed=accept_renamed)
         if not subs:
             raise FileNotFoundError(f"no submissions found in {subs_path}")
+        if shard is not None:
+            from .shards import in_shard, write_manifest
+            everyone = [s.student for s in subs]
+            subs = [s for s in subs if in_shard(s.student, *shard)]
+            write_manifest(out, lab, *shard, [s.student for s in subs], everyone)
+            echo(f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(everyone)} submission(s)")
         echo(f"grading {len(subs)} submission(s) of {lab} ({max_score:g} points), {jobs} at a time"
              + (", each in a sandbox" if sandbox else ""))
 
@@ -610,12 +619,10 @@ def write_csv(path: Path, lab: str, out: Path) -> None:
             rows.append([sid, "graded" if graded else "not graded", f"{score:g}", f"{max_score:g}", f"{pct:.1f}",
                          st.get("reason", ""), " | ".join(st.get("notes", [])),
                          "late" if lms.get("late") else "", f"{lms['lms']}:{lms['id']}" if lms.get("id") else "",
-                         f"{st.get('seconds', 0.0):g}",
                          *[f"{scores.get(c, 0.0):g}" for c in cells]])
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["student", "status", "score", "max_score", "percent", "reason", "notes", "late", "lms_id", "seconds",
-                *cells])
+    w.writerow(["student", "status", "score", "max_score", "percent", "reason", "notes", "late", "lms_id", *cells])
     w.writerows(rows)
     _atomic_write(path, buf.getvalue())
 
