@@ -1,6 +1,7 @@
 """gpudl_instructor.submissions: one row per submission, links refused, sizes checked first, repairs in place."""
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def test_links_are_refused_without_following_or_echoing_them(tmp_path):
 
 
 def test_oversized_notebooks_are_refused_before_parsing(tmp_path, monkeypatch):
-    monkeypatch.setattr(submissions, "MAX_NOTEBOOK_BYTES", 1000)
+    monkeypatch.setattr(submissions, "MAX_FILE_BYTES", 1000)
     subs = tmp_path / "subs"
     write(subs / "big", "x" * 5000)
     found = submissions.find_submissions(subs, LAB)
@@ -142,3 +143,36 @@ def test_the_lms_ids_and_the_late_mark_are_kept(tmp_path):
     found = {s.student: (s.lms, s.lms_id, s.late) for s in submissions.find_submissions(subs, LAB)}
     assert found == {"Ada-Lovelace": ("moodle", "731", False), "bob": ("canvas", "1002", True),
                      "cy": ("canvas", "1003", False), "dee": ("", "", False)}, found
+
+
+def test_a_notebook_heavy_with_outputs_is_read_without_them_and_code_over_the_limit_is_refused(tmp_path, monkeypatch):
+    """Grading makes every output anew: a 60 MB image in an output (here scaled down) costs nothing;
+    the limit applies to what must be parsed whole."""
+    nb = released()
+    monkeypatch.setattr(submissions, "MAX_NOTEBOOK_BYTES", len(nbformat.writes(nb)) + 20_000)
+    cell = next(c for c in nb.cells if c.cell_type == "code")
+    image = "iVBORw0KGgo" + "A\\\"b" * 30_000                  # escapes in a long string, as base64 never has
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": image, "text/plain": "<Figure>"})]
+    md = next(c for c in nb.cells if c.cell_type == "markdown")
+    md["attachments"] = {"big.png": {"image/png": "B" * 30_000}}
+    path = write(tmp_path / "heavy", nb)
+    assert path.stat().st_size > submissions.MAX_NOTEBOOK_BYTES + 100_000
+    read, why = submissions._read(path)
+    assert why == "" and [c.source for c in read.cells] == [c.source for c in nb.cells]
+    assert all(c.get("outputs", []) == [] for c in read.cells if c.cell_type == "code")
+    code = nbformat.v4.new_code_cell("x = '" + "y" * 30_000 + "'")
+    nb.cells.append(code)
+    read, why = submissions._read(write(tmp_path / "code", nb))
+    assert read is None and "without its outputs" in why
+
+
+def test_a_notebook_saved_in_format_3_is_read_as_version_4(tmp_path):
+    v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {"name": ""}, "worksheets": [{"cells": [
+        {"cell_type": "code", "input": "def utilization(a, p):\n    return a / p", "language": "python",
+         "outputs": [], "metadata": {}, "collapsed": False},
+        {"cell_type": "markdown", "source": "notes", "metadata": {}}], "metadata": {}}]}
+    path = tmp_path / f"{LAB}.ipynb"
+    path.write_text(json.dumps(v3))
+    nb, why = submissions._read(path)
+    assert why == "" and nb.nbformat == 4
+    assert nb.cells[0].source.startswith("def utilization") and nb.cells[1].cell_type == "markdown"

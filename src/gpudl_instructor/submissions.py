@@ -21,7 +21,7 @@ functions, IPython hooks, frames, ``__wrapped__``, ``exec``): such code cannot r
 since the checker judges outside the kernel, but an instructor may want to read it.
 
 Public names: ``Submission``, ``find_submissions``, ``inspect_submission``, ``repair``,
-``review_flags``, ``MAX_NOTEBOOK_BYTES``.
+``review_flags``, ``strip_outputs``, ``MAX_NOTEBOOK_BYTES``, ``MAX_FILE_BYTES``.
 """
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ from typing import Any
 
 import nbformat
 
-MAX_NOTEBOOK_BYTES = 32 << 20        # a notebook larger than this is not read
+MAX_NOTEBOOK_BYTES = 32 << 20        # what is parsed whole: a notebook without its outputs
+MAX_FILE_BYTES = 256 << 20           # a file larger than this is not read at all (outputs included)
 MAX_ZIP_MEMBERS = 20_000
 
 
@@ -73,9 +74,74 @@ def _regular_notebook(path: Path) -> str:
         return "the notebook is a symbolic link (not followed)"
     if not stat.S_ISREG(st.st_mode):
         return "the notebook is not a regular file"
-    if st.st_size > MAX_NOTEBOOK_BYTES:
-        return f"the notebook is {st.st_size / 2**20:.0f} MiB, over the {MAX_NOTEBOOK_BYTES >> 20} MiB limit"
+    if st.st_size > MAX_FILE_BYTES:
+        return f"the notebook is {st.st_size / 2**20:.0f} MiB, over the {MAX_FILE_BYTES >> 20} MiB limit"
     return ""
+
+
+_JSON_TOKEN = re.compile(rb'["\[\]{}]')
+_SPACE = re.compile(rb"\s*")
+_DROPPED = {b"outputs": b"[]", b"attachments": b"{}"}   # grading makes new outputs; attachments are images
+
+
+def _string_end(raw: bytes, start: int) -> int:
+    """The index after the JSON string that starts at ``raw[start] == '"'``."""
+    j = start
+    while True:
+        j = raw.find(b'"', j + 1)
+        if j < 0:
+            raise ValueError("an unterminated string")
+        k = j - 1
+        while raw[k] == 0x5C:                 # count the backslashes before the quote
+            k -= 1
+        if (j - 1 - k) % 2 == 0:
+            return j + 1
+
+
+def _value_end(raw: bytes, start: int) -> int:
+    """The index after the JSON value (an array or object, or a scalar) at ``start``."""
+    if raw[start:start + 1] not in (b"[", b"{"):
+        m = re.compile(rb"[,}\]]").search(raw, start)
+        return m.start() if m else len(raw)
+    depth, i = 0, start
+    while True:
+        m = _JSON_TOKEN.search(raw, i)
+        if m is None:
+            raise ValueError("an unterminated array or object")
+        c = m.group()
+        if c == b'"':
+            i = _string_end(raw, m.start())
+            continue
+        depth += 1 if c in (b"[", b"{") else -1
+        i = m.end()
+        if depth == 0:
+            return i
+
+
+def strip_outputs(raw: bytes) -> bytes:
+    """The notebook JSON ``raw`` with every cell's outputs (and attachments) emptied, read as a
+    stream of tokens (strings skipped at C speed): a notebook whose embedded images weigh 60 MB
+    is parsed as the few hundred kilobytes of code and text it holds."""
+    out, pos, i = [], 0, 0
+    while True:
+        m = _JSON_TOKEN.search(raw, i)
+        if m is None:
+            break
+        if m.group() != b'"':
+            i = m.end()
+            continue
+        end = _string_end(raw, m.start())
+        key = raw[m.start() + 1:end - 1]
+        colon = _SPACE.match(raw, end).end()
+        if key in _DROPPED and raw[colon:colon + 1] == b":":
+            value = _SPACE.match(raw, colon + 1).end()
+            stop = _value_end(raw, value)
+            out += [raw[pos:value], _DROPPED[key]]
+            pos = i = stop
+        else:
+            i = end
+    out.append(raw[pos:])
+    return b"".join(out)
 
 
 def _notebooks_in(folder: Path) -> tuple[list[Path], list[str]]:
@@ -142,7 +208,7 @@ def _unzip(path: Path, dest: Path) -> list[tuple[str, str]]:
             target.parent.mkdir(parents=True, exist_ok=True)     # the student's folder, even without a notebook
             if not name.endswith(".ipynb"):
                 continue
-            data, left = [], MAX_NOTEBOOK_BYTES + 1
+            data, left = [], MAX_FILE_BYTES + 1
             with zf.open(info) as src:
                 while left > 0:
                     chunk = src.read(min(left, 1 << 20))
@@ -151,7 +217,7 @@ def _unzip(path: Path, dest: Path) -> list[tuple[str, str]]:
                     data.append(chunk)
                     left -= len(chunk)
             if left <= 0:
-                refused.append((name, f"a notebook over the {MAX_NOTEBOOK_BYTES >> 20} MiB limit (not extracted)"))
+                refused.append((name, f"a notebook over the {MAX_FILE_BYTES >> 20} MiB limit (not extracted)"))
                 continue
             target.write_bytes(b"".join(data))
     return refused
@@ -244,7 +310,15 @@ def _read(nb_path: Path) -> tuple[nbformat.NotebookNode | None, str]:
     if why:
         return None, why
     try:
-        raw = json.loads(nb_path.read_bytes())
+        data = nb_path.read_bytes()
+        if len(data) > MAX_NOTEBOOK_BYTES:
+            data = strip_outputs(data)
+            if len(data) > MAX_NOTEBOOK_BYTES:
+                return None, (f"the notebook's code and text weigh {len(data) / 2**20:.0f} MiB without its outputs, "
+                              f"over the {MAX_NOTEBOOK_BYTES >> 20} MiB limit")
+        raw = json.loads(data)
+        if isinstance(raw, dict) and raw.get("nbformat") == 3 and isinstance(raw.get("worksheets"), list):
+            raw = nbformat.convert(nbformat.from_dict(raw), 4)      # an old Jupyter's notebook: read as version 4
         nb = nbformat.from_dict(raw)
         if not isinstance(nb.get("cells"), list):
             return None, "invalid notebook: no list of cells"
@@ -449,4 +523,4 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
 
 
 __all__ = ["Submission", "find_submissions", "inspect_submission", "repair", "review_flags", "student_id", "split_name",
-           "MAX_NOTEBOOK_BYTES"]
+           "MAX_NOTEBOOK_BYTES", "MAX_FILE_BYTES", "strip_outputs"]
