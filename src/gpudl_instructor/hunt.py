@@ -403,8 +403,10 @@ def _main(argv: list[str]) -> int:
     p.add_argument("--root", required=True)
     args = p.parse_args(argv)
     os.environ.setdefault("MPLBACKEND", "Agg")
+    root = Path(args.root).resolve()
+    os.chdir(tempfile.mkdtemp(prefix="gpudl-hunt-"))     # a candidate may write files where it runs
     import gpudl  # noqa: F401 - the device (Triton's interpreter, the simulator) before any lab code
-    found = hunt_lab(args.lab, Path(args.root))
+    found = hunt_lab(args.lab, root)
     sys.stdout.flush()
     print(json.dumps([asdict(f) for f in found]))
     return 1 if found else 0
