@@ -20,7 +20,8 @@ imports ``gpudl`` (never the reverse):
 ``handout``           the student hand-out (and answers after a deadline)
 ``formgrader``, ``runlabs``, ``cli``
                       nbgrader's formgrader on a grading output; ``gpudl run-labs``; the full command
-``benchmarks``        ``gpudl bench grading``, ``gpudl bench classview`` (report and similarity)
+``benchmarks``        the benchmarks that measure the references or the grader (``gpudl bench grading``,
+                      ``classview``, ...), registered with the course edition's ``gpudl bench``
 ``report``, ``similar``, ``lms``
                       the class report; similar pairs of submissions; grades for Canvas and Moodle
 """
@@ -28,6 +29,17 @@ import os as _os
 
 from gpudl import benchmarks as _benchmarks, references as _references
 
-for _name in ("grading", "classview"):
-    _benchmarks.EXTRA.setdefault(_name, f"gpudl_instructor.benchmarks.{_name}")
+def _register_benchmarks() -> None:
+    """Every module of ``gpudl_instructor.benchmarks`` is a ``gpudl bench NAME`` of the instructor's
+    command (those that measure the references, and the grader's own)."""
+    import pkgutil
+
+    from . import benchmarks
+
+    for info in pkgutil.iter_modules(benchmarks.__path__):
+        if not info.name.startswith("_"):
+            _benchmarks.EXTRA.setdefault(info.name, f"{benchmarks.__name__}.{info.name}")
+
+
+_register_benchmarks()
 _references.trust(_os.path.dirname(__file__))      # the references call each other freely under the guard
