@@ -170,3 +170,27 @@ def test_secret_file_is_created_once_and_private(tmp_path, monkeypatch):
     assert first == pipeline.load_secret(tmp_path) and len(first) == 32
     assert (tmp_path / pipeline.SECRET_FILE).stat().st_mode & 0o077 == 0
     assert pipeline.student_seed(first, LAB, "a") != pipeline.student_seed(first, LAB, "b")
+
+
+def test_a_failed_test_names_the_first_error_in_the_students_own_cells(tmp_path):
+    """A syntax error in a solution cell, not the NameError it leads to, is the mistake to fix."""
+    nb = nbformat.v4.new_notebook()
+    setup = nbformat.v4.new_code_cell("import gpudl", metadata={"nbgrader": {"grade_id": "setup", "locked": True}})
+    answer = nbformat.v4.new_code_cell("def lstm_flops(T, N, D, H)\n    return 0",
+                                       metadata={"nbgrader": {"grade_id": "lstm_flops", "solution": True}})
+    answer.outputs = [nbformat.v4.new_output("error", ename="SyntaxError", evalue="expected ':' (cell, line 1)",
+                                             traceback=[])]
+    test = nbformat.v4.new_code_cell("check.lstm_flops(lstm_flops)",
+                                     metadata={"nbgrader": {"grade_id": "test_lstm_flops", "grade": True, "points": 2}})
+    test.outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="name 'lstm_flops' is not defined",
+                                           traceback=[])]
+    nb.cells = [setup, answer, test]
+    path = tmp_path / "graded.ipynb"
+    nbformat.write(nb, str(path))
+    lines = pipeline._cell_errors(path, ["test_lstm_flops"])
+    assert lines == ["test_lstm_flops: NameError: name 'lstm_flops' is not defined (the first error in your own "
+                     "cells: cell 'lstm_flops': SyntaxError: expected ':' (cell, line 1))"]
+    answer.outputs = []
+    nbformat.write(nb, str(path))
+    assert pipeline._cell_errors(path, ["test_lstm_flops"]) == ["test_lstm_flops: NameError: name 'lstm_flops' "
+                                                                "is not defined"]

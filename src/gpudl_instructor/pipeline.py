@@ -229,24 +229,33 @@ def load_secret(root: Path | None, explicit: str | None = None, echo: Callable[[
 
 
 def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
-    """One line per graded cell that failed (its whole reason), and per cell that timed out."""
+    """One line per graded cell that failed (its whole reason), and per cell that timed out. When
+    a cell of the student's own (a solution cell, or one they added) raised first, a graded cell's
+    failure names that first error too: a syntax error, not the NameError it leads to, is the
+    mistake to fix."""
     try:
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:  # noqa: BLE001
         return []
     graded = set(graded)
     lines = []
+    first_own = ""
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", f"cell {index}")
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        gid = nbg.get("grade_id", f"cell {index}")
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
+                reason = " / ".join(ln.strip() for ln in (out.get("evalue") or "").splitlines() if ln.strip())
                 if out.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):   # nbgrader interrupts at the limit
                     lines.append(f"cell '{gid}' timed out (interrupted at the per-cell limit)")
                 elif gid in graded:
-                    reason = " / ".join(ln.strip() for ln in (out.get("evalue") or "").splitlines() if ln.strip())
-                    lines.append(f"{gid}: {out.get('ename')}: {reason[:400]}")
+                    cause = f" (the first error in your own cells: {first_own})" if first_own else ""
+                    lines.append(f"{gid}: {out.get('ename')}: {reason[:400]}{cause}")
+                elif not nbg.get("locked") and not first_own:
+                    where = f"cell '{gid}'" if nbg.get("grade_id") else f"cell {index + 1}"
+                    first_own = f"{where}: {out.get('ename')}: {reason[:200]}"
                 break
     return lines
 
