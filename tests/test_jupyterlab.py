@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -157,6 +158,10 @@ def test_formgrader_serves_a_grading_output_with_named_students(tmp_path, monkey
     cmd = [sys.executable, "-m", "gpudl_instructor", "formgrader", str(out), "--no-browser", "--port", str(port),
            "--token", token, "--ServerApp.ip=127.0.0.1"]
     with serving(cmd, tmp_path, tmp_path / "home", port, token) as base:
+        with urllib.request.urlopen(f"{base}/?token={token}", timeout=10) as landing:
+            where = urllib.parse.urlparse(landing.geturl())      # /formgrader, or its login page on the way there
+            assert where.path.startswith("/formgrader") or urllib.parse.parse_qs(where.query).get("next", [""])[0] \
+                .startswith("/formgrader"), landing.geturl()                               # not the Launcher
         status, page = get(f"{base}/formgrader/manage_assignments?token={token}")
         assert status == 200 and b"Manage Assignments" in page
         students = {s["id"]: s for s in json.loads(get(f"{base}/formgrader/api/students?token={token}")[1])}

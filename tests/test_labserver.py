@@ -41,7 +41,7 @@ def test_lab_command_serves_the_root_with_gpudls_config_first(tmp_path, monkeypa
     monkeypatch.setenv("JUPYTER_CONFIG_PATH", "/somewhere/else")
     cmd, env = labserver.lab_command(ROOT, tmp_path, port=8999, no_browser=True, token="t", extra=["--x=1"])
     assert cmd[:3] == [sys.executable, "-m", "jupyterlab"]
-    assert f"--ServerApp.root_dir={ROOT}" in cmd and "--ServerApp.default_url=/lab/tree/labs" in cmd
+    assert f"--ServerApp.root_dir={ROOT}" in cmd and "--LabApp.default_url=/lab/tree/START.ipynb" in cmd
     assert "--ServerApp.contents_manager_class=gpudl.labserver.ContentsManager" in cmd
     assert {"--port=8999", "--no-browser", "--IdentityProvider.token=t", "--x=1"} <= set(cmd)
     assert env["JUPYTER_CONFIG_PATH"] == f"{tmp_path}{os.pathsep}/somewhere/else"

@@ -67,3 +67,13 @@ def test_next_unit_pointers_link_to_a_lecture_that_exists(lab):
             targets = [t for _, t in links(m["rest"])[:1] if relative(t)]     # the first link after it
             assert any(re.search(rf"course/{unit}_[^/]+\.ipynb$", t) and (lab.parent / t).is_file() for t in targets), (
                 f"{lab.name}: 'Next: Unit {unit}' without a link to an existing course/{unit}_*.ipynb")
+
+
+def test_the_start_page_lists_every_unit_in_order_with_its_lecture_and_lab():
+    start = nbformat.read(ROOT / "START.ipynb", as_version=4)
+    targets = [t for c in start.cells if c.cell_type == "markdown" for _, t in links(c.source)]
+    lectures = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("course/*.ipynb"))
+    labs = sorted(p.relative_to(ROOT).as_posix() for p in LABS)
+    assert [t for t in targets if t.startswith("course/")] == lectures
+    assert [t for t in targets if t.startswith("labs/")] == labs
+    assert all((ROOT / unquote(t)).is_file() for t in targets)

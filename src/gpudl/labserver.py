@@ -138,8 +138,10 @@ def _server_args(port: int | None, no_browser: bool, token: str | None) -> list[
 def lab_command(root: Path, config: Path, *, port: int | None = None, no_browser: bool = False,
                 token: str | None = None, extra: list[str] = ()) -> tuple[list[str], dict[str, str]]:
     """``jupyter lab`` on ``root`` for students, with the config folder ``config`` (see write_config)."""
+    start = "START.ipynb" if (Path(root) / "START.ipynb").is_file() else "labs"
+    # JupyterLab reads LabApp.default_url (ServerApp's is ignored): students land on the start page.
     cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
-           "--ServerApp.default_url=/lab/tree/labs",
+           f"--LabApp.default_url=/lab/tree/{start}",
            f"--ServerApp.contents_manager_class={__name__}.ContentsManager",
            *_server_args(port, no_browser, token), *extra]
     env = _env(config)

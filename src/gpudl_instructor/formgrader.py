@@ -6,6 +6,7 @@ id), ``formgrader_command`` (``jupyter lab`` on a grading output, opening the fo
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -42,9 +43,21 @@ def formgrader_command(out: Path, *, port: int | None = None, no_browser: bool =
     if not (out / "gradebook.db").is_file() or not (out / "nbgrader_config.py").is_file():
         raise FileNotFoundError(f"{out} is not a grading output (no gradebook.db and nbgrader_config.py there): "
                                 "run gpudl grade LAB SUBMISSIONS --out OUT first")
-    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={out}", "--ServerApp.default_url=/formgrader",
+    # JupyterLab reads LabApp.default_url (ServerApp's is ignored): the instructor lands on the formgrader.
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={out}", "--LabApp.default_url=/formgrader",
            *_server_args(port, no_browser, token), *extra]
-    return cmd, _env(None)
+    return cmd, _env(_write_config(out / ".gpudl-jupyter"))
+
+
+INSTRUCTOR_LAB_OFF = ("@jupyterlab/apputils-extension:announcements",)   # "get notified about Jupyter news?"
+
+
+def _write_config(dest: Path) -> Path:
+    """A Jupyter config folder (first on JUPYTER_CONFIG_PATH) without JupyterLab's news pop-up."""
+    (dest / "labconfig").mkdir(parents=True, exist_ok=True)
+    (dest / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {name: True for name in INSTRUCTOR_LAB_OFF}}, indent=1) + "\n")
+    return dest
 
 
 def serve_formgrader(out: Path, *, port: int | None = None, no_browser: bool = False, token: str | None = None,

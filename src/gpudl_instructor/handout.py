@@ -3,6 +3,7 @@
 ``gpudl handout DIR [--root REPO] [--answers LAB ...]`` writes, from the course repository:
 
     README.md, Makefile        for students (from the repository's student/ folder)
+    START.ipynb                the start page `make lab` opens: the units in order, lectures and labs
     labs/                      the released lab notebooks
     course/                    the lecture notebooks
     src/gpudl/, pyproject.toml, constraints/, environment.yml
@@ -31,6 +32,7 @@ from typing import Sequence
 HANDOUT = {
     "student/README.md": "README.md",
     "student/Makefile": "Makefile",
+    "START.ipynb": "START.ipynb",
     "labs": "labs",
     "course": "course",
     "src/gpudl": "src/gpudl",
