@@ -1,6 +1,7 @@
 """gpudl.bench: the statistics, the timers (on the CPU and on a simulated asynchronous GPU),
-TF32 handling, matmul FLOP/s, the regime model, the benchmark command, and the grader's
-timer checks (the lecture's LAB 2 code must be rejected for its missing synchronisation)."""
+TF32 handling, the benchmark command, and the grader's timer checks (the lecture's LAB 2 code
+must be rejected for its missing synchronisation); and lab 02's references
+(``gpudl_instructor.references.lab02``): matmul FLOP/s and the regime model."""
 from __future__ import annotations
 
 import statistics
@@ -16,6 +17,7 @@ from gpudl import bench, benchmarks, hardware
 from gpudl.grading import GradingError, guard
 from gpudl.grading import lab02 as check
 from gpudl.references import ReferenceUsedError
+from gpudl_instructor.references import lab02 as ref
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
@@ -108,14 +110,14 @@ def _count_by_loops(m, n, k):
 
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (2, 3, 4), (5, 1, 7), (3, 8, 2)])
 def test_gemm_flops_counts_the_triple_loop(m, n, k):
-    assert bench.gemm_flops(m, n, k) == _count_by_loops(m, n, k)
+    assert ref.gemm_flops(m, n, k) == _count_by_loops(m, n, k)
 
 
 def test_gemm_flops_matches_the_seed_and_refuses_nonsense():
-    assert bench.gemm_flops(2000, 2000, 2000) == 2 * 2 * 2 * 2 * 10 ** 9     # the seed's "2*2*2*2" GFLOP
+    assert ref.gemm_flops(2000, 2000, 2000) == 2 * 2 * 2 * 2 * 10 ** 9     # the seed's "2*2*2*2" GFLOP
     for bad in [(0, 1, 1), (1, -2, 1), (1, 1, 1.5)]:
         with pytest.raises(ValueError):
-            bench.gemm_flops(*bad)
+            ref.gemm_flops(*bad)
 
 
 # --- TF32 -------------------------------------------------------------------------------------
@@ -291,7 +293,7 @@ def test_time_cuda_times_one_do_bench_window_of_runs_with_their_flushes():
     assert kernel.calls - m.count - 3 - 5 >= 5                    # ~10 warm-up calls of 2 ms fill warmup_s
 
 
-# --- matmul_tflops and the sweep --------------------------------------------------------------
+# --- lab 02's references: matmul_tflops and the sweep ----------------------------------------
 
 SIM_RATES = {"fp32": 0.2e12, "tf32": 1.6e12, "fp16": 3.2e12, "bf16": 3.2e12}
 
@@ -299,7 +301,7 @@ SIM_RATES = {"fp32": 0.2e12, "tf32": 1.6e12, "fp16": 3.2e12, "bf16": 3.2e12}
 @pytest.mark.parametrize("dtype,n", [("fp32", 256), ("tf32", 512), ("fp16", 512), ("bf16", 512)])
 def test_matmul_tflops_on_the_simulator_reads_its_rate(dtype, n, tf32_off):
     gpu = bench.SimulatedGPU(rates=SIM_RATES)
-    r = bench.matmul_tflops(n, n, n, dtype, gpu, min_runs=5, budget_s=0.2, warmup_s=0.0)
+    r = ref.matmul_tflops(n, n, n, dtype, gpu, min_runs=5, budget_s=0.2, warmup_s=0.0)
     assert r.mode == dtype and r.tflops == pytest.approx(SIM_RATES[dtype] / 1e12, rel=0.05)
     assert r.fraction_of_peak == pytest.approx(1.0, rel=0.05)
     assert {launch.tf32 for launch in gpu.launches} == {dtype == "tf32"}
@@ -310,13 +312,13 @@ def test_matmul_tflops_on_the_simulator_reads_its_rate(dtype, n, tf32_off):
 def test_matmul_tflops_sets_tf32_exactly_as_asked(tf32_off):
     gpu = bench.SimulatedGPU(rates=SIM_RATES)
     with bench.allow_tf32(True):                                     # on before: FP32 must still be FP32
-        r = bench.matmul_tflops(128, dtype="fp32", device=gpu, min_runs=3, max_runs=3, warmup_s=0.0)
+        r = ref.matmul_tflops(128, dtype="fp32", device=gpu, min_runs=3, max_runs=3, warmup_s=0.0)
         assert bench.tf32_allowed()
     assert r.mode == "fp32" and not any(launch.tf32 for launch in gpu.launches)
-    r = bench.matmul_tflops(128, dtype="fp32", device=gpu, tf32=True, min_runs=3, max_runs=3, warmup_s=0.0)
+    r = ref.matmul_tflops(128, dtype="fp32", device=gpu, tf32=True, min_runs=3, max_runs=3, warmup_s=0.0)
     assert r.mode == "tf32"
     with pytest.raises(ValueError, match="contradiction"):
-        bench.matmul_tflops(128, dtype="tf32", device=gpu, tf32=False)
+        ref.matmul_tflops(128, dtype="tf32", device=gpu, tf32=False)
 
 
 class LyingGPU(bench.SimulatedGPU):
@@ -329,13 +331,13 @@ class LyingGPU(bench.SimulatedGPU):
 def test_matmul_tflops_refuses_a_figure_above_peak():
     gpu = LyingGPU(rates=SIM_RATES)
     with pytest.raises(bench.ImplausibleMeasurementError, match="peak"):
-        bench.matmul_tflops(256, dtype="fp32", device=gpu, min_runs=3, max_runs=3, warmup_s=0.0)
-    r = bench.matmul_tflops(256, dtype="fp32", device=gpu, check=False, min_runs=3, max_runs=3, warmup_s=0.0)
+        ref.matmul_tflops(256, dtype="fp32", device=gpu, min_runs=3, max_runs=3, warmup_s=0.0)
+    r = ref.matmul_tflops(256, dtype="fp32", device=gpu, check=False, min_runs=3, max_runs=3, warmup_s=0.0)
     assert r.fraction_of_peak > 5
 
 
 def test_matmul_tflops_on_the_cpu_has_no_peak():
-    r = bench.matmul_tflops(64, 32, 16, "fp32", "cpu", max_runs=5)
+    r = ref.matmul_tflops(64, 32, 16, "fp32", "cpu", max_runs=5)
     assert (r.m, r.n, r.k, r.device, r.peak_flops, r.fraction_of_peak) == (64, 32, 16, "cpu", None, None)
     assert r.flops == 2 * 64 * 32 * 16 and r.tflops > 0
 
@@ -343,29 +345,29 @@ def test_matmul_tflops_on_the_cpu_has_no_peak():
 def test_matmul_result_validates():
     m = bench.Measurement((1.0,))
     with pytest.raises(ValueError):
-        bench.MatmulResult(0, 1, 1, "fp32", "fp32", "cpu", m)
+        ref.MatmulResult(0, 1, 1, "fp32", "fp32", "cpu", m)
     with pytest.raises(ValueError):
-        bench.MatmulResult(1, 1, 1, "int8", "int8", "cpu", m)
+        ref.MatmulResult(1, 1, 1, "int8", "int8", "cpu", m)
 
 
 def test_matmul_sweep_covers_every_pair_and_is_silent_while_grading(monkeypatch, capfd):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     gpu = bench.SimulatedGPU(rates=SIM_RATES)
-    results = bench.matmul_sweep([64, 128], ["fp32", "fp16"], gpu, min_runs=3, max_runs=3, warmup_s=0.0)
+    results = ref.matmul_sweep([64, 128], ["fp32", "fp16"], gpu, min_runs=3, max_runs=3, warmup_s=0.0)
     assert [(r.dtype, r.n) for r in results] == [("fp32", 64), ("fp32", 128), ("fp16", 64), ("fp16", 128)]
     out, err = capfd.readouterr()
     assert out == "" and err == ""
 
 
-# --- the regime model -------------------------------------------------------------------------
+# --- lab 02's references: the regime model ---------------------------------------------------
 
 def test_gemm_waves_by_hand():
-    w = bench.gemm_waves(8192, 8192, 132)                  # 64 x 64 tiles of 128 on an H100
+    w = ref.gemm_waves(8192, 8192, 132)                  # 64 x 64 tiles of 128 on an H100
     assert (w.tiles, w.waves) == (4096, 32) and w.efficiency == pytest.approx(4096 / (32 * 132))
-    w = bench.gemm_waves(1000, 1025, 64)                   # ceil: 8 x 9 tiles
+    w = ref.gemm_waves(1000, 1025, 64)                   # ceil: 8 x 9 tiles
     assert (w.tiles, w.waves) == (72, 2) and w.efficiency == pytest.approx(72 / 128)
     with pytest.raises(ValueError):
-        bench.gemm_waves(0, 1, 1)
+        ref.gemm_waves(0, 1, 1)
 
 
 def test_gemm_regime_on_an_h100_in_fp32():
@@ -373,9 +375,17 @@ def test_gemm_regime_on_an_h100_in_fp32():
     peak = hardware.peak_flops(h100, "fp32")
     # by hand: 2*128^3 / 66.9e12 = 63 ns < 5 us; 1024: 64 tiles < 132 SMs; 1536: 144 tiles,
     # 2 waves, 144/264 = 0.55; 8192: 4096 tiles, 32 waves, 0.97
-    assert [bench.gemm_regime(n, n, n, h100.sms, peak) for n in (128, 1024, 1536, 8192)] == \
+    assert [ref.gemm_regime(n, n, n, h100.sms, peak) for n in (128, 1024, 1536, 8192)] == \
         ["launch", "underfilled", "waves", "compute"]
-    assert set(bench.REGIMES) == {"launch", "underfilled", "waves", "compute"}
+    assert set(ref.REGIMES) == {"launch", "underfilled", "waves", "compute"}
+    assert [ref.regime(n, h100.sms, peak) for n in (128, 1024, 1536, 8192)] == list(ref.REGIMES)
+
+
+def test_fraction_of_peak_refuses_a_figure_above_peak():
+    h200 = hardware.SPECS["H200"]
+    assert ref.fraction_of_peak(700, h200, "bf16") == pytest.approx(700e12 / hardware.peak_flops(h200, "bf16"))
+    with pytest.raises(ValueError, match="broken"):
+        ref.fraction_of_peak(13_500, h200, "fp32")           # the lecture's code on an H200
 
 
 # --- the benchmark command --------------------------------------------------------------------
@@ -441,20 +451,32 @@ def test_timer_checks_refuse_gpudls_own_timers():
         check.cpu_timer(borrowed)
 
 
-def test_guard_lets_gpudl_use_its_own_references():
-    """matmul_tflops calls time_cpu (through measure) inside a guard that forbids time_cpu for
-    student code: the package's own calls are allowed."""
-    with guard(bench.time_cpu, bench.gemm_flops):
-        assert bench.matmul_tflops(16, dtype="fp32", device="cpu", min_runs=3, max_runs=3).tflops > 0
+def test_timer_checks_refuse_gpudls_timers_behind_a_course_tool():
+    """The timers are forbidden by name, so a course tool that calls them for the student (the
+    tuner's measurement, with the warm-up and runs the student passes) is refused too."""
+    from gpudl.tuning import Tuner
+
+    def laundered(fn, warmup=1, repeats=5):
+        return Tuner(bench.time_cpu, warmup=warmup, min_runs=repeats)._measure(fn)
+
+    with pytest.raises(ReferenceUsedError):
+        check.cpu_timer(laundered)
+
+
+def test_guard_lets_the_instructors_references_call_each_other():
+    """matmul_tflops calls gemm_flops inside a guard that forbids gemm_flops for student code: the
+    references' own calls are allowed."""
+    with guard(ref.gemm_flops):
+        assert ref.matmul_tflops(16, dtype="fp32", device="cpu", min_runs=3, max_runs=3).tflops > 0
         with pytest.raises(ReferenceUsedError):
-            bench.gemm_flops(1, 1, 1)
+            ref.gemm_flops(1, 1, 1)
 
 
 # --- on a GPU ---------------------------------------------------------------------------------
 
 @needs_cuda
 def test_time_cuda_and_matmul_tflops_on_the_gpu(tf32_off):
-    r = bench.matmul_tflops(2048, dtype="fp32", device="cuda")
+    r = ref.matmul_tflops(2048, dtype="fp32", device="cuda")
     assert r.device == "cuda" and r.peak_flops is not None and 0 < r.fraction_of_peak <= 1.05
     assert r.measurement.method == "cuda events + L2 flush"
 
@@ -475,5 +497,5 @@ def test_tf32_changes_the_arithmetic_on_the_gpu(tf32_off):
 @needs_cuda
 def test_the_lectures_code_is_rejected_on_the_gpu_too():
     with pytest.raises(GradingError, match="synchronis"):
-        check._gpu_timer_on_cuda(lecture_gpu_timer, hidden=False)
-    check._gpu_timer_on_cuda(good_gpu_timer, hidden=False)
+        check._gpu_timer_on_cuda(lecture_gpu_timer, 2048)
+    check._gpu_timer_on_cuda(good_gpu_timer, 2048)

@@ -4,8 +4,10 @@ A student's copy of a lab has its test cells without the hidden region, so what 
 learns before grading is what the visible cases say. For every mutant, this test plants it into
 a copy of the solution notebook whose test cells have their hidden regions removed, grades it
 in-process (``inprocess.autograde``), and requires that the exercise it breaks loses points.
-The only exceptions are listed in ``VISIBLE_PASSES``, each with the reason no visible case can
-catch it; the list must stay exact (a listed mutant that starts failing the visible cases must
+Questions are the rule's exception (``@question``: a visible check says only whether the answer is
+well-formed, so that trial and error in the notebook learns nothing; ``test_labs`` proves that
+grading takes their points). The only other exceptions are listed in ``VISIBLE_PASSES``, each with
+the reason no visible case can catch it; the list must stay exact (a listed mutant that starts failing the visible cases must
 leave the list) and short (at most 2% of the bank), and no pitfall an exercise's text names may
 be on it.
 
@@ -32,6 +34,30 @@ pytestmark = pytest.mark.slow
 
 # Mutants that pass the visible cases of their exercise, and why no visible case can catch them.
 VISIBLE_PASSES: dict[str, str] = {
+    **{f"lab01_performance_basics/{name}": (
+        "a question's verdict is the grader's (hidden): a wrong set of letters of A-D is as well formed as the right "
+        "one, and a visible rule that refused it would give the answer away in fifteen tries")
+       for name in ("fps_answer__only_a", "fps_answer__only_c")},
+    "lab01_performance_basics/energy_ratio__vs_multiply": (
+        "a question's verdict is the grader's (hidden): 640 is as well formed as the right ratio (a number of at least "
+        "1), and a visible rule that refused it would narrow the answer down by trial and error"),
+    "lab07_attention/memory_answers__fp32_scores": (
+        "a question's verdict is the grader's (hidden): 128 GiB is as well formed as the right answer (a positive "
+        "whole number of GiB), and any visible rule that refused it would give the answer away by trial and error"),
+    **{f"lab04_cuda_programming_model/{name}": (
+        "a question's verdict is the grader's (hidden): a wrong letter of A-D is as well formed as the right one, and "
+        "a visible rule that refused it would give the answer away in four tries")
+       for name in ("limiter_answer__shared", "limiter_answer__warps", "stride_answer__banks",
+                    "stride_answer__more_bytes")},
+    **{f"lab06_lstm_bptt/{name}": (
+        "a question's verdict is the grader's (hidden): a wrong letter (or set of letters) of A-D is as well formed "
+        "as the right one, and a visible rule that refused it would give the answer away by trial and error")
+       for name in ("cell_gradient_answer__output_gate", "cell_gradient_answer__sigmoid_derivative",
+                    "batched_gemms_answer__all", "batched_gemms_answer__only_d", "batched_gemms_answer__weights_only")},
+    **{f"lab03_gemm_blocking/{name}": (
+        "a question's verdict is the grader's (hidden): wrong loop orders are as well formed as the right ones, and "
+        "a visible rule that refused them would give the answer away in six tries")
+       for name in ("traffic_orders__dot_products_worst", "traffic_orders__kij_best")},
 }
 
 _HIDDEN = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
@@ -97,8 +123,21 @@ def test_pruned_solution_passes_every_visible_cell(lab):
     assert inprocess.autograde(nb, seed="visible") == points
 
 
+def _questions_only(mutant) -> bool:
+    """Whether every test cell the mutant fails calls only question checks (``@question``): their
+    visible part judges the answer's form, and the verdict comes at grading (test_labs proves it)."""
+    from gpudl.grading import boundary
+    from gpudl_instructor.checker import expected_checks
+
+    wanted = expected_checks(_solution(mutant.lab))
+    names = {name for cell in mutant.fails for name, _ in wanted.get(cell, ())}
+    return bool(names) and all(getattr(boundary.registered_check(n), "__gpudl_question__", False) for n in names)
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_visible_cases_catch_the_mutant(mutant):
+    if _questions_only(mutant) and mutant.id not in VISIBLE_PASSES:
+        pytest.skip("a question's answer: the visible check judges its form, the verdict comes at grading")
     nb = visible_notebook(mutant.lab, set(mutant.fails), mutant.cell, _planted_source(mutant))
     points = notebooks.graded_cells(nb)
     scores = inprocess.autograde(nb, seed="visible")

@@ -17,7 +17,11 @@ GPU work is asynchronous: a call returns as soon as the kernel is *queued*. Timi
 
 A ``Measurement`` keeps the raw times and reports the median (robust to the occasional
 slow run) with quantiles. Every benchmark, notebook and check times through this module;
-``gpudl.bench`` (Unit 02, which teaches it) re-exports its names.
+``gpudl.bench`` (Unit 02, which teaches it) re-exports its names. Lab 02 asks students to write
+timers of their own: its checks forbid ``time_cpu``, ``time_cuda`` and ``measure`` by name (the
+guard then notices a call of them from anywhere, a course tool built on them included), and
+their contract (keyword-only options, a ``Measurement``) is not the exercises' (positional
+``warmup`` and ``repeats``, the median in seconds).
 
 Public names, in order: ``Measurement``, ``time_cpu``, ``time_cuda``, ``measure``,
 ``ImplausibleMeasurementError``, ``check_plausible``.
@@ -29,8 +33,6 @@ import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
-
-from .references import reference
 
 
 class ImplausibleMeasurementError(RuntimeError):
@@ -111,7 +113,6 @@ def _stable(times: Sequence[float], rel_ci: float) -> bool:
     return m.median > 0 and m.median_ci <= rel_ci * m.median
 
 
-@reference
 def time_cpu(fn: Callable[[], Any], *, warmup: int = 1, min_runs: int = 5, max_runs: int = 10_000,
              budget_s: float = 1.0, rel_ci: float = 0.02, what: str = "") -> Measurement:
     """Time synchronous work: ``warmup`` untimed calls, then runs until the median is stable
@@ -147,7 +148,6 @@ def _nothing() -> None:
     pass
 
 
-@reference
 def time_cuda(fn: Callable[[], Any], *, warmup: int = 3, min_runs: int = 10, max_runs: int = 10_000,
               budget_s: float = 1.0, rel_ci: float = 0.01, flush_l2: bool = True, batch: int = 10,
               what: str = "", warmup_s: float = 0.025, min_time_s: float = 0.1, api: Any = None) -> Measurement:

@@ -89,7 +89,12 @@ def grade(args: argparse.Namespace) -> int:
                        accept_renamed=args.accept_renamed, feedback=not args.no_feedback,
                        sandbox=not args.unsafe_no_sandbox, limits=limits, shard=shard)
     graded = sum(r.graded for r in results)
-    print(f"\n{graded} of {len(results)} graded; grades in {Path(args.out) / 'grades.csv'}, "
+    try:
+        from .report import write_report
+        write_report([args.out])
+    except Exception as exc:  # noqa: BLE001 - the grades are written; the report can be made again
+        print(f"the class report could not be written ({exc}): run gpudl report {args.out}")
+    print(f"\n{graded} of {len(results)} graded; report in {Path(args.out) / 'report.html'}; grades in {Path(args.out) / 'grades.csv'}, "
           f"feedback in {Path(args.out) / 'feedback'}, gradebook {Path(args.out) / 'gradebook.db'}")
     return 0
 

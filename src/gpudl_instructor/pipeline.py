@@ -48,6 +48,7 @@ import nbformat
 
 from gpudl import notebooks
 from .course import lab_names, repo_root  # noqa: F401 - part of the pipeline's API
+from .grades import STATUS_FILE, read_scores, update_status, write_csv  # noqa: F401 - part of the pipeline's API
 from .submissions import (Submission, find_submissions, inspect_submission, repair, review_flags,  # noqa: F401
                           split_name)
 
@@ -407,9 +408,6 @@ def merge_gradebook(main_db: Path, student_db: Path, lab: str, student: str) -> 
         con.close()
 
 
-STATUS_FILE = "grading-status.json"     # per student: status, reason, notes (kept across runs)
-
-
 def _prepare(sub: Submission, released: nbformat.NotebookNode, scratch: Path) -> tuple[Path | None, str, list[str]]:
     """The copy of a submission that is graded, or why there is none; and the notes."""
     if sub.notebook is None:
@@ -560,13 +558,8 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                     shutil.copy(src, dest_dir / src.name)       # the notebook or page alone, no student files
             if r.graded and r.autograded is not None:
                 r.autograded = out / "autograded" / r.student / lab / r.autograded.name
-        _update_status(out, lab, results)
+        update_status(out, lab, results)
         write_csv(out / "grades.csv", lab, out)
-        try:
-            from .report import write_report
-            write_report([out])
-        except Exception as exc:  # noqa: BLE001 - the grades are written; the report can be made again
-            echo(f"the class report could not be written ({exc}): run gpudl report {out}")
     finally:
         if os.environ.get("GPUDL_KEEP_SCRATCH"):
             echo(f"scratch kept (GPUDL_KEEP_SCRATCH): {scratch}")
@@ -575,79 +568,3 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
     minutes = (time.monotonic() - started) / 60
     echo(f"{len(results)} student(s) in {minutes * 60:.0f} s: {len(results) / minutes:.1f} students per minute")
     return results
-
-
-def _update_status(out: Path, lab: str, results: list[StudentResult]) -> None:
-    path = out / STATUS_FILE
-    try:
-        status = json.loads(path.read_text()) if path.exists() else {}
-    except ValueError:
-        status = {}
-    mine = status.setdefault(lab, {})
-    for r in results:
-        mine[r.student] = {"status": "graded" if r.graded else "not graded", "reason": r.reason,
-                           "notes": r.notes, "max_score": r.max_score, "name": r.name,
-                           "seconds": round(r.seconds, 2), "lms": r.lms}
-    _atomic_write(path, json.dumps(status, indent=1))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def write_csv(path: Path, lab: str, out: Path) -> None:
-    """``grades.csv`` from the gradebook and the status of every student graded so far, one row
-    each, written atomically (a crash leaves the previous file)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    status = {}
-    if (out / STATUS_FILE).exists():
-        status = json.loads((out / STATUS_FILE).read_text()).get(lab, {})
-    rows = []
-    with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=COURSE_ID) as gb:
-        assignment = gb.find_assignment(lab)
-        cells = [c.name for nb in assignment.notebooks for c in nb.grade_cells]
-        max_score = float(assignment.max_score)
-        students = sorted({s.id for s in gb.students} | set(status))
-        for sid in students:
-            st = status.get(sid, {})
-            scores: dict[str, float] = {}
-            graded = False
-            try:
-                snb = gb.find_submission_notebook(lab, lab, sid)
-                scores = {g.name: float(g.score or 0.0) for g in snb.grades}
-                graded = st.get("status", "graded") == "graded"
-            except MissingEntry:
-                if not st:
-                    continue            # a student of another lab
-            score = sum(scores.values()) if graded else 0.0
-            pct = 100.0 * score / max_score if max_score else 0.0
-            lms = st.get("lms") or {}
-            rows.append([sid, "graded" if graded else "not graded", f"{score:g}", f"{max_score:g}", f"{pct:.1f}",
-                         st.get("reason", ""), " | ".join(st.get("notes", [])),
-                         "late" if lms.get("late") else "", f"{lms['lms']}:{lms['id']}" if lms.get("id") else "",
-                         *[f"{scores.get(c, 0.0):g}" for c in cells]])
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["student", "status", "score", "max_score", "percent", "reason", "notes", "late", "lms_id", *cells])
-    w.writerows(rows)
-    _atomic_write(path, buf.getvalue())
-
-
-def read_scores(path: Path) -> dict[str, dict[str, Any]]:
-    """grades.csv as {student: row} (numbers as floats), for tests and reports."""
-    with open(path, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    out = {}
-    for row in rows:
-        parsed: dict[str, Any] = dict(row)
-        for k, v in row.items():
-            if k not in ("student", "status", "reason", "notes", "late", "lms_id"):
-                try:
-                    parsed[k] = float(v)
-                except ValueError:
-                    pass
-        out[row["student"]] = parsed
-    return out

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .pipeline import STATUS_FILE, read_scores
+from .grades import STATUS_FILE, read_scores
 
 TOP_REASONS = 5
 _NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")

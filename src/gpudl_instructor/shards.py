@@ -115,7 +115,7 @@ def merge(outs: Sequence[str | Path], dest: str | Path) -> Path:
     from nbgrader.api import Gradebook
 
     from .nbgrader_setup import COURSE_ID
-    from .pipeline import STATUS_FILE, write_csv
+    from .grades import STATUS_FILE, write_csv
 
     outs = [Path(o).resolve() for o in outs]
     dest = Path(dest).resolve()

@@ -1,7 +1,8 @@
-"""Figures quoted by course/02_measuring_flops.ipynb."""
+"""Figures quoted by course/02_measuring_flops.ipynb (the GEMM model's by lab 02's references)."""
 import inspect
 
 from gpudl import bench, hardware
+from gpudl_instructor.references.lab02 import gemm_flops, gemm_waves
 
 from figures import Figure
 
@@ -18,7 +19,7 @@ FIGURES = [
     Figure("Its printout: about 70 GFLOP/s", 70, lambda ns: ns["lecture_cpu_gflops"][6000], rtol=0.05),
     Figure("are sound: about 70 GFLOP/s", 70, lambda ns: ns["lecture_cpu_gflops"][4000], rtol=0.05),
     Figure("this printed 7,077 GFLOP/s", 7077, lambda ns: ns["lecture_gpu_tflops"] * 1e3, rtol=1e-4),
-    Figure("432 GFLOP in 0.061 s", 432, lambda ns: bench.gemm_flops(6000, 6000, 6000) / 1e9),
+    Figure("432 GFLOP in 0.061 s", 432, lambda ns: gemm_flops(6000, 6000, 6000) / 1e9),
     Figure("432 GFLOP in 0.061 s", 0.061, lambda ns: ns["lecture_gpu_s"], rtol=1e-3),
     Figure("But 7.08 TFLOP/s is", 7.08, lambda ns: ns["lecture_gpu_tflops"], rtol=1e-3),
     Figure("a Tesla P100 (74-76%, below)", 74,
@@ -51,29 +52,29 @@ FIGURES = [
     Figure("8192^3 at about 680-710 TFLOP/s", 680, None, why=MEASURED),
     Figure("FP32 at about 51)", 51, lambda ns: ns["h200_fp32_measured"] / T),
     # Why small matrices are far from peak
-    Figure("N = 1536 gives 144 tiles", 144, lambda ns: bench.gemm_waves(1536, 1536, 132).tiles),
-    Figure("a second with 12 tiles and 120 idle SMs", 12, lambda ns: bench.gemm_waves(1536, 1536, 132).tiles - 132),
+    Figure("N = 1536 gives 144 tiles", 144, lambda ns: gemm_waves(1536, 1536, 132).tiles),
+    Figure("a second with 12 tiles and 120 idle SMs", 12, lambda ns: gemm_waves(1536, 1536, 132).tiles - 132),
     Figure("a second with 12 tiles and 120 idle SMs", 120,
-           lambda ns: 2 * 132 - bench.gemm_waves(1536, 1536, 132).tiles),
-    Figure("a wave efficiency of 144 / 264 = 0.55", 0.55, lambda ns: bench.gemm_waves(1536, 1536, 132).efficiency,
+           lambda ns: 2 * 132 - gemm_waves(1536, 1536, 132).tiles),
+    Figure("a wave efficiency of 144 / 264 = 0.55", 0.55, lambda ns: gemm_waves(1536, 1536, 132).efficiency,
            rtol=0.01),
     Figure("the second wave at 50%", 50, lambda ns: 100 * (12 - 8) / 8),
-    Figure("(N = 1024: 64 tiles)", 64, lambda ns: bench.gemm_waves(1024, 1024, 132).tiles),
+    Figure("(N = 1024: 64 tiles)", 64, lambda ns: gemm_waves(1024, 1024, 132).tiles),
     Figure("finish N = 1024 in 2 microseconds at peak", 2,
-           lambda ns: bench.gemm_flops(1024, 1024, 1024) / hardware.peak_flops("H100-SXM", "bf16") * 1e6, rtol=0.1),
+           lambda ns: gemm_flops(1024, 1024, 1024) / hardware.peak_flops("H100-SXM", "bf16") * 1e6, rtol=0.1),
     Figure("(the model below takes 5)", 5, lambda ns: ns["launch_s"] * 1e6),
-    Figure("a 256^3 BF16 matmul is 34 MFLOP", 34, lambda ns: bench.gemm_flops(256, 256, 256) / 1e6, rtol=0.02),
+    Figure("a 256^3 BF16 matmul is 34 MFLOP", 34, lambda ns: gemm_flops(256, 256, 256) / 1e6, rtol=0.02),
     Figure("about 34 ns of work at 989 TFLOP/s", 34, lambda ns: ns["small_bf16_s"] * 1e9, rtol=0.02),
     Figure("about 34 ns of work at 989 TFLOP/s", 989, lambda ns: ns["peak16"] / T, rtol=1e-3),
     Figure("The launch dominates by a factor of about 150", 150, lambda ns: ns["launch_s"] / ns["small_bf16_s"],
            rtol=0.03),
     # Section 2's 6000^3, on the plateau
-    Figure("its 47 x 47 = 2,209 tiles", 2209, lambda ns: ns["w6000"].tiles),
-    Figure("fill 17 waves at 98%", 17, lambda ns: ns["w6000"].waves),
-    Figure("fill 17 waves at 98%", 98, lambda ns: 100 * ns["w6000"].efficiency, rtol=5e-3),
-    Figure("has 4,096 tiles in 32 waves at 97%", 4096, lambda ns: ns["w8192"].tiles),
-    Figure("has 4,096 tiles in 32 waves at 97%", 32, lambda ns: ns["w8192"].waves),
-    Figure("has 4,096 tiles in 32 waves at 97%", 97, lambda ns: 100 * ns["w8192"].efficiency, rtol=5e-3),
+    Figure("its 47 x 47 = 2,209 tiles", 2209, lambda ns: ns["w6000"]["tiles"]),
+    Figure("fill 17 waves at 98%", 17, lambda ns: ns["w6000"]["waves"]),
+    Figure("fill 17 waves at 98%", 98, lambda ns: 100 * ns["w6000"]["efficiency"], rtol=5e-3),
+    Figure("has 4,096 tiles in 32 waves at 97%", 4096, lambda ns: ns["w8192"]["tiles"]),
+    Figure("has 4,096 tiles in 32 waves at 97%", 32, lambda ns: ns["w8192"]["waves"]),
+    Figure("has 4,096 tiles in 32 waves at 97%", 97, lambda ns: 100 * ns["w8192"]["efficiency"], rtol=5e-3),
     Figure("wastes only 0.5% of the tile work", 0.5, lambda ns: 100 * ns["edge_waste_6000"], rtol=0.1),
     Figure("at about **50 TFLOP/s**", 50, lambda ns: ns["fp32_model_6000"] / T, rtol=0.05),
 ]

@@ -13,9 +13,10 @@ On a GPU:
    (``torch.sparse.to_sparse_semi_structured``), each against ``gpudl.hardware``'s peak.
 3. **2:4 vs dense** at a few sizes: FP16 sparse ``A @ B`` against the dense product, speed-up.
 
-``--quick`` is the CPU's honest version: no tensor cores, so the emulation's two accumulation
-orders against each other (the size of "one accumulation-order rounding"), FP32/BF16/FP8 matmul
-speeds on the CPU with no peak to compare, and gpudl's NumPy sparse matmul against NumPy's dense one.
+``--quick`` is the CPU's honest version: no tensor cores, so torch's CPU matmul of TF32-rounded
+inputs against the same product rounded once (the size of "one accumulation-order rounding"),
+FP32/BF16/FP8 matmul speeds on the CPU with no peak to compare, and a 2:4-pruned matrix through
+torch's CSR sparse matmul against the dense product (no sparse hardware: nothing to gain).
 
 Public names: ``add_arguments``, ``run``, ``tf32_rows``, ``ladder_rows``, ``sparse_rows``,
 ``cpu_tf32_rows``, ``cpu_ladder_rows``, ``cpu_sparse_rows``.
@@ -23,15 +24,16 @@ Public names: ``add_arguments``, ``run``, ``tf32_rows``, ``ladder_rows``, ``spar
 from __future__ import annotations
 
 import argparse
+import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import hardware
-from ..bench import Table, gemm_flops, time_cpu
-from ..formats import ulp_error
-from ..mixed_precision import fp8_matmul, round_tf32_torch, tensor_core_matmul
-from ..sparsity import compress_2_4, prune_2_4, semi_structured, sparse_matmul
+from ..bench import Table, time_cpu
+from ..formats import round_tf32_torch, ulp_error
+from ..mixed_precision import fp8_matmul
+from ..sparsity import semi_structured
 
 ROUNDINGS = ("rne", "rna", "rtz")
 
@@ -118,16 +120,21 @@ def ladder_rows(n: int, budget: float = 0.5) -> list[dict[str, Any]]:
     """TFLOP/s of an n^3 matmul in each mode on this GPU, with the peak and the fraction of it."""
     import torch
 
-    from ..bench import matmul_tflops
+    from ..bench import allow_tf32, check_plausible, torch_dtype
 
     spec = hardware.detect()
     rows = []
+    flops = 2 * n ** 3                                   # 2 n^3 FLOPs (Unit 02)
     for dt in ("fp32", "tf32", "fp16", "bf16"):
-        r = matmul_tflops(n, n, n, dt, "cuda", budget_s=budget)
+        x = torch.randn(n, n, device="cuda").to(torch_dtype(dt))     # (n, n)
+        y = torch.randn(n, n, device="cuda").to(torch_dtype(dt))     # (n, n)
+        with allow_tf32(dt == "tf32"):
+            tflops = flops / _timed(lambda: torch.matmul(x, y), budget) / 1e12
         peak = _peak(spec, dt)
-        rows.append({"mode": dt, "n": n, "tflops": r.tflops, "peak_tflops": peak and peak / 1e12,
-                     "fraction": r.fraction_of_peak, "note": ""})
-    flops = gemm_flops(n, n, n)
+        if peak:
+            check_plausible(tflops * 1e12, peak, what=f"{n}^3 {dt} matmul")
+        rows.append({"mode": dt, "n": n, "tflops": tflops, "peak_tflops": peak and peak / 1e12,
+                     "fraction": peak and tflops * 1e12 / peak, "note": ""})
     a = torch.randn(n, n, device="cuda")
     b = torch.randn(n, n, device="cuda")
     peak = _peak(spec, "fp8")
@@ -195,8 +202,10 @@ def sparse_rows(sizes: list[int], budget: float = 0.5) -> list[dict[str, Any]]:
 # --- on a CPU ------------------------------------------------------------------------------------
 
 def cpu_tf32_rows(n: int = 96, seed: int = 0) -> list[dict[str, Any]]:
-    """No cuBLAS here: the emulation with one product at a time against one rounding at the end,
-    in ULPs (what one accumulation order costs), and torch's CPU FP32 matmul against exact."""
+    """No cuBLAS here: TF32-rounded inputs multiplied by torch's CPU FP32 matmul against their
+    exact product rounded once to FP32, in ULPs (what one accumulation order costs), the exact
+    TF32 product against the exact FP32 one (what the inputs' rounding costs), and torch's CPU FP32
+    matmul against exact."""
     import torch
 
     g = np.random.default_rng(seed)
@@ -204,12 +213,13 @@ def cpu_tf32_rows(n: int = 96, seed: int = 0) -> list[dict[str, Any]]:
     for dist in ("uniform", "normal"):
         a = (g.random((n, n)) if dist == "uniform" else g.standard_normal((n, n))).astype(np.float32)
         b = (g.random((n, n)) if dist == "uniform" else g.standard_normal((n, n))).astype(np.float32)
-        once = tensor_core_matmul(a, b, inputs="tf32", accumulate="exact")
-        seq = tensor_core_matmul(a, b, inputs="tf32", accumulate="fp32")
+        at, bt = round_tf32_torch(torch.from_numpy(a)), round_tf32_torch(torch.from_numpy(b))
+        once = (at.double() @ bt.double()).float().numpy()
+        ordered = (at @ bt).numpy()
         exact32 = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
         cpu = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy()
-        for name, actual, expected in (("TF32 emulation: sequential FP32 sum vs one rounding", seq, once),
-                                       ("TF32 emulation (one rounding) vs exact FP32", once, exact32),
+        for name, actual, expected in (("TF32 inputs: torch's FP32 sum vs one rounding", ordered, once),
+                                       ("TF32 inputs (one rounding) vs exact FP32", once, exact32),
                                        ("torch CPU FP32 vs exact FP32", cpu, exact32)):
             ulps = ulp_error(actual, expected)
             rows.append({"n": n, "inputs": dist, "compare": name, "max_ulp": float(ulps.max()),
@@ -223,7 +233,7 @@ def cpu_ladder_rows(n: int = 512, budget: float = 0.3) -> list[dict[str, Any]]:
     no peak to compare with."""
     import torch
 
-    flops = gemm_flops(n, n, n)
+    flops = 2 * n ** 3                                   # 2 n^3 FLOPs (Unit 02)
     rows = []
     a32, b32 = torch.randn(n, n), torch.randn(n, n)
     for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)):
@@ -249,19 +259,26 @@ def cpu_ladder_rows(n: int = 512, budget: float = 0.3) -> list[dict[str, Any]]:
 
 
 def cpu_sparse_rows(sizes: tuple[int, ...] = (128, 256), budget: float = 0.3) -> list[dict[str, Any]]:
-    """gpudl's NumPy sparse matmul from the compressed form against NumPy's dense product of the
-    pruned matrix: half the multiplications, but no sparse hardware to do them faster."""
-    g = np.random.default_rng(0)
+    """A 2:4-pruned FP32 matrix (the pattern [x, x, 0, 0] along K) through torch's CSR sparse
+    matmul against torch's dense product: half the multiplications, but no sparse hardware to do
+    them faster, and index arithmetic a dense BLAS does not pay."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
     rows = []
     for n in sizes:
-        a = prune_2_4(g.standard_normal((n, n)).astype(np.float32))
-        b = g.standard_normal((n, n)).astype(np.float32)
-        sp = compress_2_4(a)
+        mask = torch.tensor([1.0, 1.0, 0.0, 0.0]).repeat(n, n // 4)
+        a = torch.randn(n, n, generator=g) * mask
+        b = torch.randn(n, n, generator=g)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # "Sparse CSR tensor support is in beta state"
+            csr = a.to_sparse_csr()
         dense_s = time_cpu(lambda: a @ b, budget_s=budget, min_runs=5).median
-        sparse_s = time_cpu(lambda: sparse_matmul(sp.values, sp.indices, b), budget_s=budget, min_runs=5).median
-        rows.append({"n": n, "case": "fp32 NumPy A @ B", "dense_ms": dense_s * 1e3, "sparse_ms": sparse_s * 1e3,
+        sparse_s = time_cpu(lambda: csr @ b, budget_s=budget, min_runs=5).median
+        err = ((csr @ b) - a @ b).abs().max().item() / (a @ b).abs().max().item()
+        rows.append({"n": n, "case": "fp32 torch CPU A @ B", "dense_ms": dense_s * 1e3, "sparse_ms": sparse_s * 1e3,
                      "speedup": dense_s / sparse_s,
-                     "note": "gpudl.sparsity.sparse_matmul (a gather per kept column) vs NumPy's dense BLAS"})
+                     "note": f"torch CSR (unstructured) vs dense BLAS; max |sparse - dense| / max |dense| = {err:.1e}"})
     return rows
 
 

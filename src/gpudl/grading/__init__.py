@@ -454,8 +454,8 @@ def check_cases(student: Callable, reference_fn: Callable, cases: Iterable[Case]
             raise GradingError(f"{where}:\n{exc}") from None
 
 
-from .boundary import (AxesSnapshot, Raised, StudentFunction, call_student, draw, exercise, quiet,  # noqa: E402
-                       run_student, student_side)
+from .boundary import (AxesSnapshot, Raised, StudentFunction, call_student, draw, exercise, question,  # noqa: E402
+                       quiet, run_student, student_side)
 
 
 # --- how a failed check looks in a notebook ---------------------------------------------------

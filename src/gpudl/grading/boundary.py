@@ -305,6 +305,14 @@ def resolve(name: str, hidden: bool) -> tuple[Callable, dict[str, Any]]:
     return check, ({"hidden": False} if getattr(check, "__gpudl_takes_hidden__", False) else {})
 
 
+def question(check: Callable) -> Callable:
+    """Mark a check (under ``@exercise``) as a question's: its visible part says only whether the
+    answer is well-formed (a letter of the offered set, a number); the verdict comes from the hidden
+    check when the notebook is graded, so trial and error in the notebook learns nothing."""
+    check.__gpudl_question__ = True
+    return check
+
+
 def exercise(check: Callable) -> Callable:
     """Mark a check that a test cell calls: ``check(fn)`` runs the visible cases,
     ``check(fn, hidden=True)`` the hidden ones. During ``gpudl grade`` the call goes to the checker

@@ -1,25 +1,21 @@
-"""Checks for lab02_matmul_flops.
+"""Checks for lab02_matmul_flops: the visible cases. The hidden ones (the instructor's cases, drawn
+from the student's seed) are ``gpudl_instructor.checks.lab02``: they reuse the comparisons here
+(``_compare_NAME``), so every teaching message. Where the expected values come from:
 
-Each check takes the student's function and ``hidden=False`` (the public cases shown in the
-released notebook) or ``hidden=True`` (cases drawn from the instructor's secret seed, plus
-edge cases). Measurements are never compared with an absolute time: the student's timer and
-``gpudl.bench`` time *the same work in the same run*, and the ratio must be near 1.
+- the FLOP count, the fraction of peak, the regime: the values stored at release (``expected``);
+- the timers: work of known cost (``_SleepWork`` on the CPU: a slow first call, a slow call now
+  and then; ``gpudl.bench.SimulatedGPU``: asynchronous work, so a timer that does not synchronise
+  sees only the launch), timed in the same run by ``gpudl.timing``, which the exercises forbid;
+  on a GPU also a real matmul against ``gpudl.timing.time_cuda``;
+- TFLOP/s: the simulated device's rate (its n^3 matmul takes exactly 2 n^3 / rate); on a GPU,
+  torch.matmul timed by ``gpudl.timing.time_cuda`` in the same run;
+- the sweep and the plot: a fake ``measure``, the data handed to the plot;
+- the questions: the visible check says only whether the answer is well-formed.
 
-The timers are checked against work of known duration that shows each classic mistake:
-
-- on the CPU, ``_SleepWork``: it sleeps a known time, its first call is slow (as first calls
-  are), and (hidden) every few calls one is slow, so a mean is pulled up and a median is not;
-- for the GPU timer, ``gpudl.bench.SimulatedGPU``: asynchronous work on a timeline, so a
-  timer that does not synchronise sees only the launch, exactly as on a real GPU; on a GPU
-  the same check also times a real matmul against ``gpudl.bench.time_cuda``.
-
-Where the checks run. A timer can only be watched where it runs: the student's timer, its work
-(``_SleepWork``, a ``SimulatedGPU`` kernel, a CUDA matmul), the ``matmul`` and ``timer`` handed
-to ``matmul_tflops``, the fake ``measure``, the printed output and the tqdm bars of the sweep
-all live in the student's process, in the ``@student_side`` adapters below, which return plain
-data: the figure, the number of calls, whether the device was idle when the timer returned,
-what the simulated device ran, the TF32 setting afterwards. The reference timings, the figures
-the student's are compared with and every verdict stay in the check.
+A timer can only be watched where it runs: the student's code, its work, the fake ``measure`` and
+the tqdm bars live in the student's process, in the ``@student_side`` adapters, which return plain
+data (the figure, the calls, whether the device was idle, what the simulated device ran, TF32
+afterwards). The reference timings and every verdict stay in the check.
 """
 from __future__ import annotations
 
@@ -27,31 +23,25 @@ import contextlib
 import math
 import time
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import bench, hardware
-from . import (Case, GradingError, assert_close, assert_equal, check_cases, check_choice, draw,
-               exercise, quiet, ratio_hint, rng, run_student, student_side)
+from ..timing import _fmt_time as _fmt
+from . import (Case, GradingError, assert_close, assert_equal, check_cases, choice_letters, draw, exercise, question, quiet,
+               ratio_hint, run_student, student_side)
 from .boundary import AxesSnapshot
+from .expected import expected
 
 LAB = "lab02"
 
-# A figure agrees with gpudl.bench's on the same work when their ratio is within this band.
+# A figure agrees with gpudl's on the same work when their ratio is within this band.
 LOW, HIGH = 0.75, 1.4
 
-_TIMER_FORBID = (bench.time_cpu, bench.time_cuda, bench.matmul_tflops, "gpudl.bench.measure",
-                 "triton.testing.do_bench")
-
-
-def _fmt(seconds: float) -> str:
-    if seconds <= 0:
-        return f"{seconds:.3g} s"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+# gpudl's own timers, forbidden by name: the guard then notices a call of them from anywhere (a
+# course tool built on them too) while the student's timer runs.
+_TIMER_FORBID = ("gpudl.timing.time_cpu", "gpudl.timing.time_cuda", "gpudl.timing.measure", "triton.testing.do_bench")
 
 
 def _plain_number(value: Any) -> Any:
@@ -69,17 +59,22 @@ def _plain_number(value: Any) -> Any:
     return out
 
 
-def _as_seconds(value: Any, what: str) -> float:
+def _as_float(value: Any, what: str, returns: str = "the median time in seconds") -> float:
+    """A result as ``_plain_number`` sent it, as a float, or a message that says what it is instead."""
     __tracebackhide__ = True
     if isinstance(value, dict):
         if value["type"] == "NoneType":
             raise GradingError(f"{what} returned None: did you forget a `return`?")
-        if value["has_median"]:
-            raise GradingError(f"{what} returned a {value['type']}; return the median in seconds, a float")
-        if "float" not in value:
-            raise GradingError(f"{what} returned {value['repr']}; return the median time in seconds, a float")
+        if value["has_median"] or "float" not in value:
+            shown = f"a {value['type']}" if value["has_median"] else value["repr"]
+            raise GradingError(f"{what} returned {shown}; return {returns}, a float")
         value = value["float"]
-    seconds = float(value)
+    return float(value)
+
+
+def _as_seconds(value: Any, what: str) -> float:
+    __tracebackhide__ = True
+    seconds = _as_float(value, what)
     if not math.isfinite(seconds) or seconds < 0:
         raise GradingError(f"{what} returned {seconds!r}; a time is finite and non-negative")
     return seconds
@@ -87,21 +82,18 @@ def _as_seconds(value: Any, what: str) -> float:
 
 # --- 1. the FLOP count ------------------------------------------------------------------------
 
+def _compare_gemm_flops(fn: Callable, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, ref.gemm_flops, cases, label="the GEMM FLOP count", rtol=0.0, atol=0.0, dtype="int8",
+                hints={0.5: "a factor of 1/2: each of the m*n*k multiply-adds is 2 FLOPs"})
+
+
 @exercise
-def gemm_flops(fn: Callable, hidden: bool = False) -> None:
+def gemm_flops(fn: Callable) -> None:
     """``fn(m, n, k)`` -> FLOPs of C = A @ B with A (m, k) and B (k, n)."""
     __tracebackhide__ = True
-    if not hidden:
-        cases = [Case((2000, 2000, 2000), label="the lecture's N = 2000 (16 GFLOP)"),
-                 Case((4096, 1024, 512), label="m=4096, n=1024, k=512")]
-    else:
-        g = rng(f"{LAB}.gemm_flops")
-        cases = [Case(tuple(int(v) for v in g.integers(1, 20000, size=3))) for _ in range(6)]
-        cases += [Case((1, 1, 1), label="1 x 1 times 1 x 1"), Case((1, 4096, 7), label="a row vector times a matrix"),
-                  Case((3, 5, 7), label="m=3, n=5, k=7 (all different)")]
-    check_cases(fn, bench.gemm_flops, cases, forbid=[bench.gemm_flops], label="the GEMM FLOP count",
-                rtol=0.0, atol=0.0, dtype="int8",
-                hints={0.5: "a factor of 1/2: each of the m*n*k multiply-adds is 2 FLOPs"})
+    _compare_gemm_flops(fn, [Case((2000, 2000, 2000), label="the lecture's N = 2000 (16 GFLOP)"),
+                             Case((4096, 1024, 512), label="m=4096, n=1024, k=512")], expected(LAB))
 
 
 # --- 2. the CPU timer ---------------------------------------------------------------------------
@@ -124,14 +116,6 @@ class _SleepWork:
             d += self.first_call_s
         time.sleep(d)
 
-    def describe(self) -> str:
-        parts = [f"work that takes {_fmt(self.seconds)} per call"]
-        if self.first_call_s:
-            parts.append(f"{_fmt(self.first_call_s)} more on its first call")
-        if self.slow_every:
-            parts.append(f"every {self.slow_every}th call {self.slow_factor:g}x slower")
-        return ", ".join(parts)
-
 
 _NO_SYNC = ("Your timer stopped before the device finished: it measured the *launch*, not the work. GPU calls are "
             "asynchronous: fn() returns as soon as the work is queued. Synchronise: record events around each run "
@@ -140,17 +124,12 @@ _NO_SYNC = ("Your timer stopped before the device finished: it measured the *lau
             "reports thousands of 'TFLOP/s'.")
 
 
-def _device_idle(api: Any) -> bool:
-    """Whether ``api`` (a SimulatedGPU or torch.cuda) has finished all queued work, without waiting."""
-    return api.idle() if isinstance(api, bench.SimulatedGPU) else api.current_stream().query()
-
-
 def _timer_problem(got: float, ref: float, probe: dict[str, Any], *, gpu: bool) -> str | None:
     """Why a timer's figure is wrong, or None when it is right.
 
     The work's cost ``probe["seconds"]`` is known (0 when it is not: real GPU work). No honest
     timer reports less than that; a busy machine can only add time, and it adds it to
-    gpudl.bench's measurement in the same run too, so the upper limit follows bench's figure.
+    gpudl.timing's measurement in the same run too, so the upper limit follows that figure.
     """
     d = probe["seconds"]
     low, high = (0.85 * d, max(1.4 * d, 1.3 * ref)) if d else (LOW * ref, HIGH * ref)
@@ -159,7 +138,7 @@ def _timer_problem(got: float, ref: float, probe: dict[str, Any], *, gpu: bool) 
     base = d or ref
     ratio = got / base
     head = (f"on {probe['label']}, your timer reports {_fmt(got)} but the work takes {_fmt(base)} "
-            f"(gpudl.bench measures {_fmt(ref)} on the same work)")
+            f"(gpudl.timing measures {_fmt(ref)} on the same work)")
     if gpu and ratio < 0.3:
         return head + ".\n" + _NO_SYNC
     if 500 < ratio < 2000:
@@ -178,9 +157,9 @@ def _timer_problem(got: float, ref: float, probe: dict[str, Any], *, gpu: bool) 
 
 
 def _judge_timer(measure_once: Callable[[], tuple[float, float, int]], probe: dict[str, Any], *, gpu: bool) -> int:
-    """Run ``measure_once`` -> (student's figure, bench's figure, calls of fn); a wrong figure is
+    """Run ``measure_once`` -> (student's figure, gpudl's figure, calls of fn); a wrong figure is
     measured up to twice more before it fails: a busy machine can delay a few runs of an honest
-    timer (its median of 5 moves more easily than bench's of many), while a wrong timer is wrong
+    timer (its median of 5 moves more easily than gpudl's of many), while a wrong timer is wrong
     every time. Returns the calls."""
     __tracebackhide__ = True
     for _ in range(3):
@@ -226,9 +205,9 @@ def _timer_call(fn: Callable, work: Callable, *extra: Any, warmup: int, repeats:
 
 
 @student_side
-def _time_sleep_work(fn: Callable, params: dict[str, Any], warmup: int, repeats: int) -> dict[str, Any]:
-    """(Student side) the student's CPU timer on ``_SleepWork(**params)``."""
-    work = _SleepWork(**params)
+def _time_sleep_work(fn: Callable, seconds: float, kw: dict[str, Any], warmup: int, repeats: int) -> dict[str, Any]:
+    """(Student side) the student's CPU timer on ``_SleepWork(seconds, **kw)``."""
+    work = _SleepWork(seconds, **kw)
     result = _timer_call(fn, work, warmup=warmup, repeats=repeats)
     return {**result, "calls": work.calls}
 
@@ -255,96 +234,81 @@ def _check_calls(calls: int, warmup: int, repeats: int, what: str) -> None:
                            f"call it {warmup + repeats} times: {warmup} untimed warm-up runs, then {repeats} timed ones")
 
 
-def _cpu_probes(hidden: bool) -> list[dict[str, Any]]:
-    # Work of 10 ms, so that a busy machine's scheduling delays stay small beside it; one call in
-    # five 6x slower, so that a mean moves and a median does not.
-    if not hidden:
-        return [dict(label="work of 10 ms whose first call takes 70 ms more", seconds=0.01, first_call_s=0.07,
-                     warmup=1, repeats=5),
-                dict(label="work of 10 ms, every 5th call 6x slower", seconds=0.01, slow_every=5, slow_factor=6.0,
-                     warmup=2, repeats=5)]
-    g = rng(f"{LAB}.cpu_timer")
-    probes = []
-    for _ in range(2):
-        d = float(g.uniform(0.008, 0.012))
-        probes.append(dict(label=f"work of {d * 1e3:.2f} ms, a 70 ms first call, every 5th call 6x slower",
-                           seconds=d, first_call_s=0.07, slow_every=5, slow_factor=6.0,
-                           warmup=int(g.integers(1, 4)), repeats=int(g.choice([5, 7, 9]))))
-    return probes
+# Work of 10 ms, so that a busy machine's scheduling delays stay small beside it; one call in five
+# 6x slower, so that a mean moves and a median does not.
+_CPU_PROBES = [dict(label="work of 10 ms whose first call takes 70 ms more", seconds=0.01, first_call_s=0.07,
+                    warmup=1, repeats=5),
+               dict(label="work of 10 ms, every 5th call 6x slower", seconds=0.01, slow_every=5, slow_factor=6.0,
+                    warmup=2, repeats=5)]
+
+
+def _compare_timer(fn: Callable, probes: Sequence[dict[str, Any]], *, gpu: bool) -> None:
+    """The student's timer on each probe (work of known cost: ``_SleepWork``, or a kernel of a
+    ``SimulatedGPU``) against ``gpudl.timing`` on the same work, then its number of calls."""
+    __tracebackhide__ = True
+    what, counts = ("gpu_timer" if gpu else "cpu_timer"), []
+    for probe in probes:
+        kw = dict(first_call_s=probe.get("first_call_s", 0.0), slow_every=probe.get("slow_every", 0),
+                  slow_factor=probe.get("slow_factor", 1.0))
+        d, w, r = probe["seconds"], probe["warmup"], probe["repeats"]
+
+        def once(kw=kw, d=d, w=w, r=r):
+            result = run_student(_time_simulated_work if gpu else _time_sleep_work, fn, d, kw, w, r,
+                                 forbid=_TIMER_FORBID, label="the timer exercise", what=what)
+            got, calls = _timer_outcome(result, what, gpu=gpu)
+            with quiet():
+                if gpu:
+                    ref_gpu = bench.SimulatedGPU()
+                    ref = bench.time_cuda(ref_gpu.kernel(d, **kw), api=ref_gpu, warmup=w, min_runs=10,
+                                          budget_s=0.3).median
+                else:
+                    ref = bench.time_cpu(_SleepWork(d, **kw), warmup=w, min_runs=5, budget_s=0.3).median
+            return got, ref, calls
+
+        counts.append((_judge_timer(once, probe, gpu=gpu), w, r))
+    for calls, w, r in counts:          # after the figures: a wrong figure has the more telling message
+        _check_calls(calls, w, r, what)
+
+
+def _compare_cpu_timer(fn: Callable, probes: Sequence[dict[str, Any]]) -> None:
+    __tracebackhide__ = True
+    _compare_timer(fn, probes, gpu=False)
 
 
 @exercise
-def cpu_timer(fn: Callable, hidden: bool = False) -> None:
+def cpu_timer(fn: Callable) -> None:
     """``fn(work, warmup=..., repeats=...)`` -> median seconds of ``repeats`` timed calls after
     ``warmup`` untimed ones."""
     __tracebackhide__ = True
-    counts = []
-    for probe in _cpu_probes(hidden):
-        params = {k: probe.get(k, 0) for k in ("seconds", "first_call_s", "slow_every")}
-        params["slow_factor"] = probe.get("slow_factor", 1.0)
-        w, r = probe["warmup"], probe["repeats"]
-
-        def once(params=params, w=w, r=r):
-            result = run_student(_time_sleep_work, fn, params, w, r, forbid=_TIMER_FORBID,
-                                 label="the timer exercise", what="cpu_timer")
-            got, calls = _timer_outcome(result, "cpu_timer", gpu=False)
-            with quiet():
-                ref = bench.time_cpu(_SleepWork(**params), warmup=w, min_runs=5, budget_s=0.3).median
-            return got, ref, calls
-
-        counts.append((_judge_timer(once, probe, gpu=False), w, r))
-    for calls, w, r in counts:          # after the figures: a wrong figure has the more telling message
-        _check_calls(calls, w, r, "cpu_timer")
+    _compare_cpu_timer(fn, _CPU_PROBES)
 
 
 # --- 3. the GPU timer -----------------------------------------------------------------------------
 
-def _gpu_probes(hidden: bool) -> list[dict[str, Any]]:
-    if not hidden:
-        return [dict(label="asynchronous work of 5 ms on the simulated GPU", seconds=0.005, warmup=3, repeats=10),
-                dict(label="asynchronous work of 5 ms whose first call costs 40 ms of host time",
-                     seconds=0.005, first_call_s=0.04, warmup=3, repeats=10),
-                dict(label="asynchronous work of 5 ms, every 4th run 4x slower", seconds=0.005, slow_every=4,
-                     slow_factor=4.0, warmup=3, repeats=10)]
-    g = rng(f"{LAB}.gpu_timer")
-    d = float(g.uniform(0.004, 0.006))
-    w, r = int(g.integers(2, 5)), int(g.choice([8, 10, 12]))
-    return [dict(label=f"asynchronous work of {d * 1e3:.2f} ms", seconds=d, warmup=w, repeats=r),
-            dict(label=f"asynchronous work of {d * 1e3:.2f} ms, a 40 ms first call", seconds=d, first_call_s=0.04,
-                 warmup=w, repeats=r),
-            dict(label=f"asynchronous work of {d * 1e3:.2f} ms, every 4th run 4x slower", seconds=d, slow_every=4,
-                 slow_factor=4.0, warmup=w, repeats=r)]
+_GPU_PROBES = [dict(label="asynchronous work of 5 ms on the simulated GPU", seconds=0.005, warmup=3, repeats=10),
+               dict(label="asynchronous work of 5 ms whose first call costs 40 ms of host time",
+                    seconds=0.005, first_call_s=0.04, warmup=3, repeats=10),
+               dict(label="asynchronous work of 5 ms, every 4th run 4x slower", seconds=0.005, slow_every=4,
+                    slow_factor=4.0, warmup=3, repeats=10)]
+
+
+def _compare_gpu_timer(fn: Callable, probes: Sequence[dict[str, Any]], cuda_n: int) -> None:
+    """The simulated probes, and on a GPU an ``cuda_n``^3 FP32 matmul timed with ``torch.cuda``."""
+    __tracebackhide__ = True
+    _compare_timer(fn, probes, gpu=True)
+    if hardware.device() == "cuda":
+        _gpu_timer_on_cuda(fn, cuda_n)
 
 
 @exercise
-def gpu_timer(fn: Callable, hidden: bool = False) -> None:
+def gpu_timer(fn: Callable) -> None:
     """``fn(work, gpu, warmup=..., repeats=...)`` -> median seconds, timed with ``gpu``'s events.
 
     Checked against a ``SimulatedGPU`` (asynchronous work of known duration) on any machine,
     and on a GPU also against ``torch.cuda`` with a real matmul.
     """
     __tracebackhide__ = True
-    counts = []
-    for probe in _gpu_probes(hidden):
-        kw = dict(first_call_s=probe.get("first_call_s", 0.0), slow_every=probe.get("slow_every", 0),
-                  slow_factor=probe.get("slow_factor", 1.0))
-        w, r = probe["warmup"], probe["repeats"]
-
-        def once(probe=probe, kw=kw, w=w, r=r):
-            result = run_student(_time_simulated_work, fn, probe["seconds"], kw, w, r, forbid=_TIMER_FORBID,
-                                 label="the timer exercise", what="gpu_timer")
-            got, calls = _timer_outcome(result, "gpu_timer", gpu=True)
-            ref_gpu = bench.SimulatedGPU()
-            with quiet():
-                ref = bench.time_cuda(ref_gpu.kernel(probe["seconds"], **kw), api=ref_gpu, warmup=w, min_runs=10,
-                                      budget_s=0.3).median
-            return got, ref, calls
-
-        counts.append((_judge_timer(once, probe, gpu=True), w, r))
-    for calls, w, r in counts:          # after the figures: a wrong figure has the more telling message
-        _check_calls(calls, w, r, "gpu_timer")
-    if hardware.device() == "cuda":
-        _gpu_timer_on_cuda(fn, hidden)
+    _compare_gpu_timer(fn, _GPU_PROBES, 2048)
 
 
 @student_side
@@ -371,11 +335,10 @@ def _time_cuda_matmul(fn: Callable, n: int, warmup: int, repeats: int) -> dict[s
     return {**result, "calls": calls[0], "idle": idle}
 
 
-def _gpu_timer_on_cuda(fn: Callable, hidden: bool) -> None:
+def _gpu_timer_on_cuda(fn: Callable, n: int) -> None:
     __tracebackhide__ = True
     import torch
 
-    n = 4096 if hidden else 2048
     g = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(n, n, device="cuda", generator=g)   # (n, n): the same work as the student's timer gets
     b = torch.randn(n, n, device="cuda", generator=g)   # (n, n)
@@ -397,11 +360,6 @@ def _gpu_timer_on_cuda(fn: Callable, hidden: bool) -> None:
 # The simulated device of these checks: slow enough that each matmul takes milliseconds, with
 # the 1 : 8 : 16 ratios of an A100's FP32, TF32 and FP16/BF16 peaks.
 _SIM_RATES = {"fp32": 0.1e12, "tf32": 0.8e12, "fp16": 1.6e12, "bf16": 1.6e12}
-
-
-def _sim_size(dtype: str, seconds: float) -> int:
-    """The n whose n^3 matmul takes about ``seconds`` on the simulated device."""
-    return int(round((seconds * _SIM_RATES[dtype] / 2) ** (1 / 3) / 16)) * 16
 
 
 def _ref_timer_sim(gpu: bench.SimulatedGPU) -> Callable:
@@ -455,7 +413,7 @@ def _failing_timer_case(fn: Callable, dt: str, tf32_before: bool) -> None:
     where = (f"matmul_tflops(64, {dt!r}, ...) with TF32 {'on' if tf32_before else 'off'} before the call and a "
              "timer that raises")
     result = run_student(_matmul_tflops_timer_fails, fn, 64, dt, tf32_before, what=where,
-                         forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
+                         label="the matmul TFLOP/s exercise")
     if result["tf32_after"] != tf32_before:
         raise GradingError(
             f"{where}: after the timer failed, TF32 was {'on' if result['tf32_after'] else 'off'}; it was "
@@ -480,33 +438,33 @@ def _matmul_tflops_cuda(fn: Callable, n: int, dt: str) -> dict[str, Any]:
     return {"value": _plain_number(got), "tf32_after": bool(left_on)}
 
 
-@exercise
-def matmul_tflops(fn: Callable, hidden: bool = False) -> None:
-    """``fn(n, dtype, timer, matmul=torch.matmul, device=...)`` -> TFLOP/s of an n^3 matmul,
-    with TF32 set exactly as ``dtype`` asks and restored afterwards."""
+def _compare_matmul_tflops(fn: Callable, cases: Sequence[tuple[str, int, bool]], cuda_n: int) -> None:
+    """Each case (dtype, n, TF32 before) on the simulated device, a timer that fails (TF32 must be
+    restored all the same), and on a GPU the four dtypes at ``cuda_n``^3 with torch.matmul."""
     __tracebackhide__ = True
-    if not hidden:
-        cases = [("fp32", 512, False), ("tf32", 768, False), ("fp32", 512, True), ("fp16", 1024, False),
-                 ("bf16", 1024, True)]
-    else:
-        g = rng(f"{LAB}.matmul_tflops")
-        cases = [(dt, _sim_size(dt, float(g.uniform(0.0015, 0.003))), bool(g.integers(0, 2)))
-                 for dt in g.permutation(["fp32", "tf32", "fp16", "bf16", "fp32"])]
-        cases += [("tf32", 512, False), ("fp32", 400, False)]       # TF32 on, then FP32: was it turned off?
     for dt, n, tf32_before in cases:
         _one_matmul_case(fn, dt, n, tf32_before)
     for dt, tf32_before in (("tf32", False), ("fp32", True)):
         _failing_timer_case(fn, dt, tf32_before)
     if hardware.device() == "cuda":
         for dt in ("fp32", "tf32", "fp16", "bf16"):
-            _one_matmul_case_cuda(fn, dt, 4096 if hidden else 2048)
+            _one_matmul_case_cuda(fn, dt, cuda_n)
+
+
+@exercise
+def matmul_tflops(fn: Callable) -> None:
+    """``fn(n, dtype, timer, matmul=torch.matmul, device=...)`` -> TFLOP/s of an n^3 matmul,
+    with TF32 set exactly as ``dtype`` asks and restored afterwards."""
+    __tracebackhide__ = True
+    _compare_matmul_tflops(fn, [("fp32", 512, False), ("tf32", 768, False), ("fp32", 512, True),
+                                ("fp16", 1024, False), ("bf16", 1024, True)], 2048)
 
 
 def _one_matmul_case(fn: Callable, dt: str, n: int, tf32_before: bool) -> None:
     __tracebackhide__ = True
     where = f"matmul_tflops({n}, {dt!r}, ...) with TF32 {'on' if tf32_before else 'off'} before the call"
     result = run_student(_matmul_tflops_simulated, fn, n, dt, tf32_before, what=where,
-                         forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
+                         label="the matmul TFLOP/s exercise")
     launches, tf32_after = result["launches"], result["tf32_after"]
     if not launches:
         raise GradingError(f"{where}: the `matmul` you were given was never called. Time `matmul(a, b)` "
@@ -532,32 +490,19 @@ def _one_matmul_case(fn: Callable, dt: str, n: int, tf32_before: bool) -> None:
             f"{where}: after your function returned, TF32 was {'on' if tf32_after else 'off'}; it was "
             f"{'on' if tf32_before else 'off'} before. Leave the setting as you found it (save it, and restore it "
             "in a `finally:`): TF32 left on silently turns every later FP32 matmul of the program into TF32.")
-    value = _as_number(result["value"], where)
-    ref_gpu = bench.SimulatedGPU(rates=_SIM_RATES)
-    with quiet(), bench.allow_tf32(False):
-        expected = bench.matmul_tflops(n, n, n, dt, ref_gpu, min_runs=5, budget_s=0.2, warmup_s=0.01).tflops
-    _compare_rates(value, expected, where)
+    # The simulated device runs an n^3 matmul in exactly 2 n^3 / rate: its rate is the figure.
+    _compare_rates(_as_float(result["value"], where, "TFLOP/s"), _SIM_RATES[dt] / 1e12, where,
+                   "the simulated device runs")
 
 
-def _as_number(value: Any, where: str) -> float:
-    __tracebackhide__ = True
-    if isinstance(value, dict):
-        if value["type"] == "NoneType":
-            raise GradingError(f"{where} returned None: did you forget a `return`?")
-        if "float" not in value:
-            raise GradingError(f"{where} returned {value['repr']}; return TFLOP/s as a float")
-        value = value["float"]
-    return float(value)
-
-
-def _compare_rates(value: float, expected: float, where: str) -> None:
+def _compare_rates(value: float, expected: float, where: str, source: str) -> None:
     __tracebackhide__ = True
     ratio = value / expected
     if LOW <= ratio <= 1 / LOW:
         return
     hint = ratio_hint(value, expected, {1e3: "a factor of 1e3: GFLOP/s reported as TFLOP/s? 1 TFLOP/s = 1e12 FLOP/s",
                                         0.5: "a factor of 1/2: n^3 multiply-adds are 2 n^3 FLOPs"})
-    raise GradingError(f"{where}: you report {value:.4g} TFLOP/s; gpudl.bench measures {expected:.4g} TFLOP/s for "
+    raise GradingError(f"{where}: you report {value:.4g} TFLOP/s; {source} {expected:.4g} TFLOP/s for "
                        f"the same matmul (ratio {ratio:.3g})" + (f": off by {hint}" if hint else
                                                                   ". TFLOP/s = 2 n^3 / seconds / 1e12."))
 
@@ -565,14 +510,18 @@ def _compare_rates(value: float, expected: float, where: str) -> None:
 def _one_matmul_case_cuda(fn: Callable, dt: str, n: int) -> None:
     __tracebackhide__ = True
     where = f"matmul_tflops({n}, {dt!r}, ...) on the GPU"
-    result = run_student(_matmul_tflops_cuda, fn, n, dt, what=where,
-                         forbid=[bench.matmul_tflops, bench.matmul_sweep], label="the matmul TFLOP/s exercise")
+    result = run_student(_matmul_tflops_cuda, fn, n, dt, what=where, label="the matmul TFLOP/s exercise")
     if result["tf32_after"]:
         raise GradingError(f"{where}: TF32 was left on after your function returned: restore it.")
-    value = _as_number(result["value"], where)
-    with quiet(), bench.allow_tf32(False):
-        expected = bench.matmul_tflops(n, n, n, dt, "cuda").tflops
-    _compare_rates(value, expected, where)
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(n, n, device="cuda", generator=g).to(bench.torch_dtype(dt))   # (n, n): the same work
+    b = torch.randn(n, n, device="cuda", generator=g).to(bench.torch_dtype(dt))   # (n, n)
+    with quiet(), bench.allow_tf32(dt == "tf32"):
+        seconds = bench.time_cuda(lambda: torch.matmul(a, b)).median
+    _compare_rates(_as_float(result["value"], where, "TFLOP/s"), 2 * n ** 3 / seconds / 1e12, where,
+                   "gpudl.timing measures torch.matmul at")
 
 
 # --- 5. the sweep --------------------------------------------------------------------------------
@@ -616,21 +565,11 @@ def _run_sweep(fn: Callable, sizes: list, dtypes: list) -> dict[str, Any]:
     return {"result": got, "printed": out.getvalue(), "bars": list(bars), "log": log}
 
 
-@exercise
-def sweep(fn: Callable, hidden: bool = False) -> None:
-    """``fn(sizes, dtypes, measure, progress=True)`` -> {dtype: [measure(n, dtype) for n in sizes]}."""
+def _compare_sweep(fn: Callable, cases: Sequence[tuple[list, list]]) -> None:
     __tracebackhide__ = True
-    if not hidden:
-        cases = [([256, 512, 1024], ["fp32"]), ([128, 64, 1024], ["fp16", "fp32"])]
-    else:
-        g = rng(f"{LAB}.sweep")
-        cases = [([int(v) for v in g.integers(16, 8193, size=int(g.integers(1, 6)))],
-                  [str(d) for d in g.permutation(["fp32", "tf32", "fp16", "bf16"])[: int(g.integers(1, 5))]])
-                 for _ in range(3)] + [([4096], ["bf16"])]
     for sizes, dtypes in cases:
         where = f"sweep({sizes}, {dtypes}, measure, progress=False)"
-        seen = run_student(_run_sweep, fn, list(sizes), list(dtypes), forbid=[bench.matmul_sweep, bench.matmul_tflops],
-                           label="the sweep exercise", what=where)
+        seen = run_student(_run_sweep, fn, list(sizes), list(dtypes), label="the sweep exercise", what=where)
         got, printed, bars, log = seen["result"], seen["printed"], seen["bars"], seen["log"]
         if printed.strip() or any(bars):
             shown = f"printed {printed.strip()[:120]!r}" if printed.strip() else "showed a progress bar"
@@ -654,30 +593,31 @@ def sweep(fn: Callable, hidden: bool = False) -> None:
                                "(size, dtype) pairs: measure each pair exactly once")
 
 
+@exercise
+def sweep(fn: Callable) -> None:
+    """``fn(sizes, dtypes, measure, progress=True)`` -> {dtype: [measure(n, dtype) for n in sizes]}."""
+    __tracebackhide__ = True
+    _compare_sweep(fn, [([256, 512, 1024], ["fp32"]), ([128, 64, 1024], ["fp16", "fp32"])])
+
+
 # --- 6. the plot -----------------------------------------------------------------------------------
 
-@exercise
-def plot_sweep(fn: Callable, hidden: bool = False) -> None:
-    """``fn(ax, sizes, results, peaks)``: one line per dtype (label = dtype) of TFLOP/s against n,
-    a horizontal line at each known peak, a log x axis."""
+def _compare_plot_sweep(fn: Callable, setups: Sequence[tuple]) -> None:
     __tracebackhide__ = True
-    if not hidden:
-        setups = [([256, 512, 1024, 2048], {"fp32": [5.0, 20.0, 40.0, 50.0], "bf16": [20.0, 150.0, 500.0, 700.0]},
-                   {"fp32": 66.9, "bf16": 989.4})]
-    else:
-        g = rng(f"{LAB}.plot_sweep")
-        setups = []
-        for _ in range(2):
-            sizes = sorted({int(2 ** e) for e in g.integers(5, 14, size=int(g.integers(2, 6)))})
-            dts = [str(d) for d in g.permutation(["fp32", "tf32", "fp16", "bf16"])[: int(g.integers(1, 5))]]
-            results = {d: [float(v) for v in g.uniform(0.5, 900, size=len(sizes))] for d in dts}
-            peaks = {d: (float(g.uniform(50, 1000)) if g.integers(0, 3) else None) for d in dts}
-            setups.append((sizes, results, peaks))
-        setups.append(([64, 128], {"fp32": [0.01, 0.02]}, {"fp32": None}))   # the CPU: no peak known
     for sizes, results, peaks in setups:
         ax = draw(fn, list(sizes), {k: list(v) for k, v in results.items()}, dict(peaks),
                   label="the sweep plot", what="plot_sweep")
         _inspect_sweep_plot(ax, sizes, results, peaks)
+
+
+@exercise
+def plot_sweep(fn: Callable) -> None:
+    """``fn(ax, sizes, results, peaks)``: one line per dtype (label = dtype) of TFLOP/s against n,
+    a horizontal line at each known peak, a log x axis."""
+    __tracebackhide__ = True
+    _compare_plot_sweep(fn, [([256, 512, 1024, 2048], {"fp32": [5.0, 20.0, 40.0, 50.0],
+                                                       "bf16": [20.0, 150.0, 500.0, 700.0]},
+                              {"fp32": 66.9, "bf16": 989.4})])
 
 
 def _horizontal_at(line, y: float) -> bool:
@@ -716,39 +656,13 @@ def _inspect_sweep_plot(ax: AxesSnapshot, sizes, results, peaks) -> None:
 
 # --- 7. fraction of peak --------------------------------------------------------------------------
 
-def _fraction_ref(tflops, spec, dtype):
-    return tflops * 1e12 / hardware.peak_flops(spec, dtype)
-
-
-def _spec_dtype_cases(g: np.random.Generator, n: int) -> list[tuple[str, str]]:
-    out = []
-    while len(out) < n:
-        name = str(g.choice(list(hardware.SPECS)))
-        dt = str(g.choice(["fp64", "fp32", "tf32", "fp16", "bf16"]))
-        try:
-            hardware.peak_flops(name, dt)
-        except ValueError:
-            continue
-        out.append((name, dt))
-    return out
-
-
-@exercise
-def fraction_of_peak(fn: Callable, hidden: bool = False) -> None:
-    """``fn(tflops, spec, dtype)`` -> the fraction of ``spec``'s peak for ``dtype``; raises
-    ValueError for a figure above peak."""
+def _compare_fraction_of_peak(fn: Callable, good: Sequence[tuple[float, str, str]],
+                              above: Sequence[tuple[float, str, str]], ref: Any) -> None:
+    """``good``: (TFLOP/s, GPU, dtype) below peak, compared with ``ref.fraction_of_peak``;
+    ``above``: figures above peak, which must raise ValueError."""
     __tracebackhide__ = True
-    if not hidden:
-        good = [(700.0, "H200", "bf16"), (51.0, "H200", "fp32"), (18.0, "A100", "fp32"), (400.0, "H100-SXM", "tf32")]
-        above = [(13500.0, "H200", "fp32")]          # the lecture's code, run on an H200
-    else:
-        g = rng(f"{LAB}.fraction_of_peak")
-        good = [(float(g.uniform(0.02, 0.98)) * hardware.peak_flops(s, d) / 1e12, s, d)
-                for s, d in _spec_dtype_cases(g, 7)]
-        above = [(float(g.uniform(1.2, 300)) * hardware.peak_flops(s, d) / 1e12, s, d)
-                 for s, d in _spec_dtype_cases(g, 2)]
     cases = [Case((t, hardware.SPECS[s], d), label=f"{t:.4g} TFLOP/s in {d} on the {s}") for t, s, d in good]
-    check_cases(fn, _fraction_ref, cases, label="the fraction of peak", rtol=1e-9, atol=0.0,
+    check_cases(fn, ref.fraction_of_peak, cases, label="the fraction of peak", rtol=1e-9, atol=0.0,
                 hints={1e-12: "a factor of 1e-12: the figure is in TFLOP/s, the peak in FLOP/s",
                        1e12: "a factor of 1e12: the figure is in TFLOP/s, the peak in FLOP/s",
                        100.0: "a factor of 100: return a fraction, not a percentage",
@@ -761,10 +675,20 @@ def fraction_of_peak(fn: Callable, hidden: bool = False) -> None:
             if seen["value_error"]:
                 continue
             raise GradingError(f"{where} raised {seen['raised']}: {seen['message']}; raise a ValueError")
-        raise GradingError(f"{where} returned {seen['value']}, but {t:.4g} TFLOP/s is "
-                           f"{t * 1e12 / hardware.peak_flops(s, d):.3g}x the {s}'s {d} peak: no kernel beats peak. "
+        raise GradingError(f"{where} returned {seen['value']}, but {t:.4g} TFLOP/s is above the {s}'s {d} peak of "
+                           f"{hardware.peak_flops(s, d) / 1e12:.4g} TFLOP/s: no kernel beats peak. "
                            "Raise ValueError for a fraction above 1: the measurement is broken (no synchronisation, "
                            "wrong FLOP count), and a figure above peak must never reach a plot.")
+
+
+@exercise
+def fraction_of_peak(fn: Callable) -> None:
+    """``fn(tflops, spec, dtype)`` -> the fraction of ``spec``'s peak for ``dtype``; raises
+    ValueError for a figure above peak."""
+    __tracebackhide__ = True
+    _compare_fraction_of_peak(fn, [(700.0, "H200", "bf16"), (51.0, "H200", "fp32"), (18.0, "A100", "fp32"),
+                                   (400.0, "H100-SXM", "tf32")],
+                              [(13500.0, "H200", "fp32")], expected(LAB))          # the lecture's code on an H200
 
 
 @student_side
@@ -783,63 +707,52 @@ def _fraction_or_raise(fn: Callable, tflops: float, spec: hardware.GPUSpec, dtyp
 
 # --- 8. regimes ----------------------------------------------------------------------------------
 
-def _regime_ref(n, sms, peak_flops, launch_overhead_s=5e-6, tile=128):
-    return bench.gemm_regime(n, n, n, sms, peak_flops, launch_overhead_s=launch_overhead_s, tile=tile)
+def _compare_regime(fn: Callable, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, ref.regime, cases, label="the regime", compare=assert_equal, name="regime",
+                hint="check in order: launch (work at peak < launch overhead), underfilled (tiles < SMs), "
+                     "waves (wave efficiency < 0.8), else compute; tiles = ceil(n / tile)^2")
 
 
 @exercise
-def regime(fn: Callable, hidden: bool = False) -> None:
+def regime(fn: Callable) -> None:
     """``fn(n, sms, peak_flops, launch_overhead_s=5e-6, tile=128)`` -> "launch", "underfilled",
     "waves" or "compute"."""
     __tracebackhide__ = True
     h100 = hardware.SPECS["H100-SXM"]
     fp32, bf16 = hardware.peak_flops(h100, "fp32"), hardware.peak_flops(h100, "bf16")
-    if not hidden:
-        cases = [Case((n, h100.sms, fp32), label=f"n = {n} on an H100 in FP32") for n in (128, 1024, 1536, 8192)]
-        cases.append(Case((1024, h100.sms, bf16), label="n = 1024 on an H100 in BF16"))
-        cases.append(Case((1536, h100.sms, bf16), label="n = 1536 on an H100 in BF16: 2 n^3 = 7.2 GFLOP take 7.3 us "
-                                                        "at peak, more than a launch"))
-        cases.append(Case((1025, 64, 1e13), label="n = 1025 on 64 SMs: a partial 9th row and column of tiles "
-                                                  "(ceil(1025 / 128) = 9)"))
-    else:
-        g = rng(f"{LAB}.regime")
-        cases = []
-        for _ in range(10):
-            name, dt = _spec_dtype_cases(g, 1)[0]
-            spec = hardware.SPECS[name]
-            n = int(np.exp(g.uniform(np.log(32), np.log(16384))))
-            kw = {} if g.integers(0, 2) else {"tile": int(g.choice([64, 128, 256])),
-                                               "launch_overhead_s": float(g.choice([2e-6, 5e-6, 2e-5]))}
-            cases.append(Case((n, spec.sms, hardware.peak_flops(spec, dt)), kw, label=f"n = {n} on the {name} in {dt}"
-                              + (f" with {kw}" if kw else "")))
-        cases += [Case((1000, 64, 1e13), label="n = 1000 on 64 SMs: exactly 64 tiles (not a multiple of 128)"),
-                  Case((1025, 64, 1e13), label="n = 1025 on 64 SMs: a 9th row and column of tiles"),
-                  Case((1500, 132, 1e12), {"tile": 100}, label="n = 1500, tiles of 100, on 132 SMs"),
-                  Case((2048, 132, 2 * 2048 ** 3 / 5e-6 * 1.01), label="n = 2048 just faster than a launch at peak"),
-                  Case((1554, 132, 1e15), label="n = 1554 at 1 PFLOP/s: 7.5 GFLOP take 7.5 us, more than a launch")]
-    check_cases(fn, _regime_ref, cases, forbid=[bench.gemm_regime, bench.gemm_waves], label="the regime",
-                compare=assert_equal, name="regime",
-                hint="check in order: launch (work at peak < launch overhead), underfilled (tiles < SMs), "
-                     "waves (wave efficiency < 0.8), else compute; tiles = ceil(n / tile)^2")
+    cases = [Case((n, h100.sms, fp32), label=f"n = {n} on an H100 in FP32") for n in (128, 1024, 1536, 8192)]
+    cases += [Case((1024, h100.sms, bf16), label="n = 1024 on an H100 in BF16"),
+              Case((1536, h100.sms, bf16), label="n = 1536 on an H100 in BF16: 2 n^3 = 7.2 GFLOP take 7.3 us at "
+                                                 "peak, more than a launch"),
+              Case((1025, 64, 1e13), label="n = 1025 on 64 SMs: a partial 9th row and column of tiles "
+                                           "(ceil(1025 / 128) = 9)")]
+    _compare_regime(fn, cases, expected(LAB))
 
 
 # --- 9. questions --------------------------------------------------------------------------------
+#
+# The visible check says only whether an answer is well-formed; the verdict is the hidden check's.
 
-# (The first answer's digest keeps the key it was made with; no student reads it.)
-_ANSWERS = {"lecture_code": "cc59aecdf8d1a49ca6dd5831dcb45344", "first_call": "fa26acd79712cb4e2c367cc6ab11b978"}
+def _one_letter(answer: Any, allowed: str) -> str:
+    __tracebackhide__ = True
+    letters = choice_letters(answer, allowed)
+    if len(letters) != 1:
+        raise GradingError(f"answer with one letter among {allowed[0]}-{allowed[-1]}, got {answer!r}")
+    return letters
 
 
 @exercise
+@question
 def lecture_code_question(answer: str) -> None:
     """Why does the lecture's code report ~13,500 TFLOP/s for a 6000^3 FP32 matmul on an H200?"""
     __tracebackhide__ = True
-    check_choice("lab02", answer, "ABCD", _ANSWERS["lecture_code"], "when does torch.matmul on a GPU return, and "
-                 "what did time.time() measure between its two readings?", question="seed")
+    _one_letter(answer, "ABCD")
 
 
 @exercise
+@question
 def first_call_question(answer: str) -> None:
     """Which of these make a GPU matmul's first call slower than the next ones?"""
     __tracebackhide__ = True
-    check_choice("lab02", answer, "ABCDE", _ANSWERS["first_call"],
-                 "pick every letter that is a one-off or start-up cost; more than one is.", question="first_call")
+    choice_letters(answer, "ABCDE")

@@ -35,7 +35,7 @@ def _class(root: Path, lab: str, students: int, out: Path, seed: int = 0) -> Non
     from gpudl import notebooks
     from ..course import repo_root  # noqa: F401 - the repository layout this reads
     from ..nbgrader_setup import COURSE_ID
-    from ..pipeline import STATUS_FILE, write_csv
+    from ..grades import STATUS_FILE, write_csv
 
     warnings.filterwarnings("ignore", module="nbgrader")     # its session's autoflush notes, not ours
     warnings.filterwarnings("ignore", category=Warning, message=".*not in session.*")
