@@ -1,4 +1,6 @@
-"""gpudl.formats: the formats' figures, bit fields, and rounding bit for bit against torch's casts."""
+"""gpudl.formats and lab 08's references of it: the formats' figures, bit fields, and rounding bit for bit
+against torch's casts (the references, ``gpudl_instructor.references.lab08``), and the course edition's
+torch-backed tools (``torch_values``, ``describe``, ``representable``, ``round_to``) against the references."""
 from __future__ import annotations
 
 import math
@@ -8,6 +10,7 @@ import pytest
 import torch
 
 from gpudl import formats as F
+from gpudl_instructor.references import lab08 as R
 
 CUDA = torch.cuda.is_available()
 NARROW = ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]
@@ -52,7 +55,7 @@ THRESHOLDS = np.array([65504, 65519.99, 65520, 65536, 448, 464, 464.0001, 465, 4
 
 
 def _compare(x: np.ndarray, fmt: F.FloatFormat, device: str = "cpu") -> None:
-    mine = F.encode(x, fmt)
+    mine = R.encode(x, fmt)
     theirs = F.torch_bits(x, fmt, device)
     nan_in = np.isnan(x)
     bad = (mine != theirs) & ~nan_in
@@ -63,7 +66,7 @@ def _compare(x: np.ndarray, fmt: F.FloatFormat, device: str = "cpu") -> None:
         raise AssertionError(f"{fmt.name}: {int(bad.sum())} of {x.size} differ from torch (fp32 bits, value, ours, "
                              f"torch): {pairs}")
     # NaN bits are no standard's contract (torch writes 0xFFFF for every NaN cast to BF16 on a CPU): NaN in, NaN out
-    assert np.all(np.isnan(F.decode(theirs[nan_in], fmt))) and np.all(np.isnan(F.decode(mine[nan_in], fmt)))
+    assert np.all(np.isnan(R.decode(theirs[nan_in], fmt))) and np.all(np.isnan(R.decode(mine[nan_in], fmt)))
 
 
 @pytest.mark.parametrize("name", NARROW)
@@ -86,27 +89,28 @@ def test_rne_matches_torch_on_specials_and_thresholds(name):
 def test_ties_go_to_even_and_some_inputs_are_ties():
     # 1 + 2^-11 lies halfway between FP16's 1 and 1 + 2^-10: even (1) wins; 1 + 3 x 2^-11 goes up to 1 + 2^-9
     x = np.array([1 + 2.0**-11, 1 + 3 * 2.0**-11, 65520.0, 2.0**-25], np.float32)
-    assert F.round_to(x, "fp16").tolist() == [1.0, 1 + 2.0**-9, math.inf, 0.0]
-    assert F.round_to(x, "fp16", "rna").tolist() == [1 + 2.0**-10, 1 + 2.0**-9, math.inf, 2.0**-24]
-    assert F.round_to(x, "fp16", "rtz").tolist() == [1.0, 1 + 2.0**-10, 65504.0, 0.0]
+    assert R.round_to(x, "fp16").tolist() == [1.0, 1 + 2.0**-9, math.inf, 0.0]
+    assert R.round_to(x, "fp16", "rna").tolist() == [1 + 2.0**-10, 1 + 2.0**-9, math.inf, 2.0**-24]
+    assert R.round_to(x, "fp16", "rtz").tolist() == [1.0, 1 + 2.0**-10, 65504.0, 0.0]
+    assert F.round_to(x, "fp16").tolist() == [1.0, 1 + 2.0**-9, math.inf, 0.0]          # torch's cast agrees
 
 
 def test_e4m3_overflow_rules():
     x = np.array([448, 464, 465, 479, 480, 1e4, np.inf, -np.inf, -465], np.float32)
-    sat = F.round_to(x, F.FP8_E4M3)
+    sat = R.round_to(x, F.FP8_E4M3)
     assert sat.tolist() == [448, 448, 448, 448, 448, 448, 448, -448, -448]
-    nonsat = F.round_to(x, F.FP8_E4M3_NONSAT)
+    nonsat = R.round_to(x, F.FP8_E4M3_NONSAT)
     assert nonsat[:2].tolist() == [448, 448] and np.isnan(nonsat[2:]).all()
     assert F.torch_e4m3_overflow() in ("saturate", "nan")
     # E5M2 is IEEE: the tie above 57344 goes to even, which is infinity
-    assert F.round_to(np.array([61439.99, 61440], np.float32), "e5m2").tolist() == [57344, math.inf]
+    assert R.round_to(np.array([61439.99, 61440], np.float32), "e5m2").tolist() == [57344, math.inf]
 
 
 def test_bf16_integer_trick_is_rne():
     x = np.concatenate([_exponent_sweep(64, seed=1), _ties(F.BF16), SPECIALS])
     finite = ~np.isnan(x)
-    assert np.array_equal(F.bf16_bits(x)[finite], F.encode(x, "bf16")[finite])
-    assert np.isnan(F.decode(F.bf16_bits(x)[~finite], "bf16")).all()
+    assert np.array_equal(R.bf16_bits(x)[finite], R.encode(x, "bf16")[finite])
+    assert np.isnan(R.decode(R.bf16_bits(x)[~finite], "bf16")).all()
 
 
 @pytest.mark.parametrize("name", ["fp64", "fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2"])
@@ -137,7 +141,7 @@ def test_the_lecture_table_is_reproduced_except_its_named_slips():
 
 def test_decode_every_fp16_pattern_matches_numpy():
     bits = np.arange(2**16, dtype=np.uint16)
-    mine = F.decode(bits, "fp16")
+    mine = R.decode(bits, "fp16")
     theirs = bits.view(np.float16).astype(np.float64)
     same = (mine == theirs) | (np.isnan(mine) & np.isnan(theirs))
     assert same.all()
@@ -152,26 +156,34 @@ def test_decode_every_pattern_matches_torch(name):
     view = torch.int16 if n > 256 else torch.uint8
     theirs = torch.from_numpy(bits.view(np.int16) if n > 256 else bits).view(view).view(
         getattr(torch, fmt.torch_dtype)).double().numpy()
-    mine = F.decode(bits, fmt)
+    mine = R.decode(bits, fmt)
     assert np.array_equal(mine, theirs, equal_nan=True)
+    assert np.array_equal(F.torch_values(bits, fmt), theirs, equal_nan=True)       # the course edition's view
 
 
 def test_fields_and_describe():
-    assert [int(v[0]) for v in F.fields(np.array([0xC000]), "fp16")] == [1, 16, 0]          # -2.0
+    assert [int(v[0]) for v in R.fields(np.array([0xC000]), "fp16")] == [1, 16, 0]          # -2.0
     assert F.describe(0x3C00, "fp16").startswith("0 01111 0000000000 = +1.0000000000b x 2^0")
+    assert F.describe(0x3C00, "fp16").endswith("= 1")
     assert "subnormal" in F.describe(0x0001, "fp16")
     assert F.describe(0x7F, "fp8_e4m3").endswith("NaN") and F.describe(0x7C00, "fp16").endswith("+inf")
+    assert F.describe(0xC000, "bf16").startswith("1 10000000 0000000 = -1.0000000b x 2^1")
     with pytest.raises(ValueError, match="16 bits"):
-        F.fields(np.array([2**16]), "fp16")
+        R.fields(np.array([2**16]), "fp16")
+    with pytest.raises(ValueError, match="16 bits"):
+        F.torch_values(np.array([2**16]), "fp16")
+    with pytest.raises(ValueError, match="torch has no dtype"):
+        F.describe(0, "tf32")
 
 
 def test_encode_decode_roundtrip_and_fp32_is_numpy():
     with np.errstate(invalid="ignore"):                       # signalling NaNs warn when cast
         x = _exponent_sweep(32, seed=3).astype(np.float64) * 1.000000001
+    assert np.array_equal(R.round_to(x, "fp32"), x.astype(np.float32).astype(np.float64), equal_nan=True)
     assert np.array_equal(F.round_to(x, "fp32"), x.astype(np.float32).astype(np.float64), equal_nan=True)
     for name in ("fp16", "bf16", "tf32"):
-        v = F.round_to(x.astype(np.float32), name)
-        assert np.array_equal(F.decode(F.encode(v.astype(np.float32), name), name), v, equal_nan=True)
+        v = R.round_to(x.astype(np.float32), name)
+        assert np.array_equal(R.decode(R.encode(v.astype(np.float32), name), name), v, equal_nan=True)
 
 
 def test_round_tf32_clears_13_bits_and_matches_integer_rounding():
@@ -180,7 +192,7 @@ def test_round_tf32_clears_13_bits_and_matches_integer_rounding():
     x = np.concatenate([_exponent_sweep(64, seed=2), _ties(F.BF16).astype(np.float32)])
     x = x[np.isfinite(x)]
     for rounding in ("rne", "rna", "rtz"):
-        mine = F.round_tf32(x, rounding)
+        mine = R.round_tf32(x, rounding)
         assert not np.any(mine.view(np.uint32) & 0x1FFF)
         theirs = round_tf32_torch(torch.from_numpy(x), rounding).numpy()
         assert np.array_equal(mine, theirs), rounding
@@ -200,10 +212,37 @@ def test_bad_formats_and_inputs_are_refused():
         F.FloatFormat("x", 1, 3)
     with pytest.raises(TypeError, match="floating-point"):
         F.round_to(np.array([1, 2]), "fp16")
+    with pytest.raises(TypeError, match="floating-point"):
+        R.round_to(np.array([1, 2]), "fp16")
     with pytest.raises(ValueError, match="rounding"):
-        F.round_to(np.array([1.0]), "fp16", "up")
+        R.round_to(np.array([1.0]), "fp16", "up")
+    with pytest.raises(ValueError, match="torch has no dtype"):
+        F.round_to(np.array([1.0]), F.FloatFormat("bf16 + 1 bit", 8, 8))
     with pytest.raises(KeyError, match="unknown format"):
         F.get_format("fp12")
+
+
+# --- the course edition's tools, through torch, against the references ------------------------------
+
+@pytest.mark.parametrize("name", NARROW + ["tf32", "fp32"])
+def test_the_course_round_to_is_rne_as_the_reference_computes_it(name):
+    fmt = _fmt(name)
+    x = np.concatenate([_exponent_sweep(64, seed=4), SPECIALS, THRESHOLDS, -THRESHOLDS,
+                        _ties(fmt if name not in ("tf32", "fp32") else F.BF16)])
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(F.round_to(x, fmt), R.round_to(x, fmt), equal_nan=True)
+
+
+@pytest.mark.parametrize("name", NARROW)
+def test_torch_values_and_representable_are_the_references(name):
+    fmt = _fmt(name)
+    bits = np.arange(2**fmt.bits)
+    assert np.array_equal(F.torch_values(bits, fmt), R.decode(bits, fmt), equal_nan=True)
+    assert np.array_equal(F.representable(fmt), R.representable(fmt))
+    assert np.array_equal(F.representable(fmt, positive=False), R.representable(fmt, positive=False))
+    for pattern in (0, 1, 2**fmt.mantissa_bits, 2**(fmt.bits - 1) + 3):
+        value = float(R.decode(np.array([pattern]), fmt)[0])
+        assert F.describe(pattern, fmt).endswith(f"= {value:.8g}"), (pattern, F.describe(pattern, fmt))
 
 
 @pytest.mark.gpu

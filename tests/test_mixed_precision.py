@@ -1,5 +1,6 @@
-"""gpudl.mixed_precision: tensor-core emulation, the split trick, MMA arithmetic, the loss scaler
-step for step against torch.amp.GradScaler, and mixed-precision training."""
+"""gpudl.mixed_precision and lab 08's references of it: tensor-core emulation (the references), the split
+trick, MMA arithmetic, the loss scaler step for step against torch.amp.GradScaler (the reference, and the
+visible check's oracle made of GradScaler's kernels), and mixed-precision training."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 from gpudl import formats as F
 from gpudl import hardware
 from gpudl import mixed_precision as M
+from gpudl_instructor.references import lab08 as R
 
 CUDA = torch.cuda.is_available()
 
@@ -27,7 +29,7 @@ def test_fp32_accumulation_is_a_plain_float32_loop(inputs, cast):
     acc = c.copy()
     for k in range(37):                      # FMA: the exact product added to the FP32 sum, rounded once
         acc = (acc.astype(np.float64) + np.outer(a16[:, k], b16[k])).astype(np.float32)
-    got = M.tensor_core_matmul(a, b, c, inputs=inputs)
+    got = R.tensor_core_matmul(a, b, c, inputs=inputs)
     assert got.dtype == np.float32 and np.array_equal(got, acc)
 
 
@@ -45,7 +47,7 @@ def test_fp16_accumulation_loses_long_dot_products():
         for k in (64, 4096):
             a, b = _rand(g, 1, k, positive=True), _rand(g, k, 1, positive=True)
             exact = a.astype(np.float64) @ b.astype(np.float64)
-            errors[acc, k] = M.relative_error(M.tensor_core_matmul(a, b, accumulate=acc), exact)
+            errors[acc, k] = M.relative_error(R.tensor_core_matmul(a, b, accumulate=acc), exact)
     assert errors["fp16", 4096] > 0.05                 # the running sum stops growing once its ULP ~ the products
     assert errors["fp32", 4096] < 2e-3                 # what is left is the inputs' FP16 rounding
     assert errors["fp16", 4096] > 20 * errors["fp16", 64]
@@ -54,22 +56,22 @@ def test_fp16_accumulation_loses_long_dot_products():
 def test_exact_accumulation_and_blocks():
     g = np.random.default_rng(3)
     a, b = _rand(g, 6, 32), _rand(g, 32, 4)
-    exact = M.tensor_core_matmul(a, b, inputs="bf16", accumulate="exact")
+    exact = R.tensor_core_matmul(a, b, inputs="bf16", accumulate="exact")
     ar, br = F.round_to(a, "bf16"), F.round_to(b, "bf16")
     assert np.array_equal(exact, (ar @ br).astype(np.float32))
-    assert np.array_equal(M.tensor_core_matmul(a, b, inputs="bf16", block_k=32), exact)
-    assert M.relative_error(M.tensor_core_matmul(a, b, inputs="bf16", block_k=4), exact) < 1e-6
+    assert np.array_equal(R.tensor_core_matmul(a, b, inputs="bf16", block_k=32), exact)
+    assert M.relative_error(R.tensor_core_matmul(a, b, inputs="bf16", block_k=4), exact) < 1e-6
 
 
 def test_tf32_matmul_and_torch_rounding():
     g = np.random.default_rng(4)
     a, b = _rand(g, 16, 64), _rand(g, 64, 16)
-    emulated = M.tf32_matmul(a, b)
+    emulated = R.tf32_matmul(a, b)
     manual = (M.round_tf32_torch(torch.from_numpy(a)).double() @ M.round_tf32_torch(torch.from_numpy(b)).double())
     assert np.array_equal(emulated, manual.float().numpy())
     exact = a.astype(np.float64) @ b.astype(np.float64)
     assert 1e-5 < M.relative_error(emulated, exact) < 2e-3                # FP16's mantissa, FP32's range
-    assert M.relative_error(M.tf32_matmul(a * 1e30, b), exact * 1e30) < 2e-3
+    assert M.relative_error(R.tf32_matmul(a * 1e30, b), exact * 1e30) < 2e-3
 
 
 def test_the_split_recovers_most_of_fp32():
@@ -149,7 +151,7 @@ def _gpudl_trajectory(grads, **kwargs):
     out = []
     for grad in grads:
         scaled = grad * np.float32(state.scale)
-        state, update = M.scaler_step(state, [scaled], **kwargs)
+        state, update = R.scaler_step(state, [scaled], **kwargs)
         if update is not None:
             master = master - np.float32(0.5) * update[0]
         out.append((state.scale, state.growth_tracker, master.copy()))
@@ -174,6 +176,26 @@ def test_the_scaler_matches_gradscaler_step_for_step(kwargs, steps, overflows):
     assert any(steps_up) and any(steps_down)                # the sequence exercised growth and backoff
 
 
+def test_the_visible_oracle_is_gradscalers_step_and_the_reference():
+    from gpudl.grading import lab08
+
+    g = np.random.default_rng(7)
+    for kwargs, start, overflows in (({"growth_interval": 3}, 0, {2, 3, 9}), ({}, 1996, {5}),
+                                     ({"growth_interval": 4, "growth_factor": 4.0, "backoff_factor": 0.25}, 0,
+                                      {0, 1, 6, 13, 14})):
+        state = M.ScalerState(M.INIT_SCALE, start)
+        for grads in lab08._scaler_sequence(g, 20, overflows):
+            scaled = [gr * np.float32(state.scale) for gr in grads]
+            theirs, their_update = lab08._GradScaler.scaler_step(state, scaled, **kwargs)
+            with np.errstate(invalid="ignore"):
+                mine, my_update = R.scaler_step(state, scaled, **kwargs)
+            assert theirs == mine
+            assert (their_update is None) == (my_update is None)
+            if my_update is not None:
+                assert all(np.array_equal(a, b) for a, b in zip(their_update, my_update))
+            state = mine
+
+
 def test_gradscaler_constants():
     s = torch.amp.GradScaler("cpu")
     assert (s._init_scale, s._growth_factor, s._backoff_factor, s._growth_interval) == (
@@ -181,15 +203,15 @@ def test_gradscaler_constants():
 
 
 def test_scaler_rules():
-    s = M.update_scale(M.ScalerState(2.0**16, 1999), False)
+    s = R.update_scale(M.ScalerState(2.0**16, 1999), False)
     assert (s.scale, s.growth_tracker) == (2.0**17, 0)
-    s = M.update_scale(M.ScalerState(2.0**16, 1500), True)
+    s = R.update_scale(M.ScalerState(2.0**16, 1500), True)
     assert (s.scale, s.growth_tracker) == (2.0**15, 0)
-    top = M.update_scale(M.ScalerState(float(np.finfo(np.float32).max), 0), False, growth_interval=1)
+    top = R.update_scale(M.ScalerState(float(np.finfo(np.float32).max), 0), False, growth_interval=1)
     assert top.scale == float(np.finfo(np.float32).max)     # growth that would overflow FP32 is not kept
-    state, update = M.scaler_step(M.ScalerState(4.0), [np.array([4.0, 8.0], np.float32)])
+    state, update = R.scaler_step(M.ScalerState(4.0), [np.array([4.0, 8.0], np.float32)])
     assert update[0].tolist() == [1.0, 2.0] and state.growth_tracker == 1
-    state, update = M.scaler_step(M.ScalerState(4.0), [np.array([np.inf], np.float32)])
+    state, update = R.scaler_step(M.ScalerState(4.0), [np.array([np.inf], np.float32)])
     assert update is None and state.scale == 2.0
     with pytest.raises(ValueError):
         M.ScalerState(0.0)
@@ -210,9 +232,9 @@ def test_fp16_without_scaling_loses_gradients_and_scaling_recovers_them():
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="accumulate"):
-        M.tensor_core_matmul(np.ones((2, 2)), np.ones((2, 2)), accumulate="fp8")
+        R.tensor_core_matmul(np.ones((2, 2)), np.ones((2, 2)), accumulate="fp8")
     with pytest.raises(ValueError, match="need A"):
-        M.tensor_core_matmul(np.ones((2, 3)), np.ones((2, 2)))
+        R.tensor_core_matmul(np.ones((2, 3)), np.ones((2, 2)))
     with pytest.raises(ValueError, match="mode"):
         M.train_mixed_precision("int8")
 
@@ -236,7 +258,7 @@ def test_precision_benchmark_quick_is_the_cpu_version():
     table = benchmarks.run("precision", ["--quick"])
     parts = {r["part"] for r in table.rows}
     assert parts == {"TF32 in ULPs", "ladder", "2:4 vs dense"}
-    one_order = next(r for r in table.rows if "sequential FP32 sum vs one rounding" in r["case"] and "uniform" in r["case"])
+    one_order = next(r for r in table.rows if "FP32 sum vs one rounding" in r["case"] and "uniform" in r["case"])
     assert 0 < one_order["max_ulp"] < 100                    # an accumulation order costs a few ULPs, not more
     assert any("CUDA" in n for n in table.notes)              # 2:4 semi-structured: why not, on a CPU
     assert set(table.figures) >= {"precision_ladder"}

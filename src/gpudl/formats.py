@@ -19,6 +19,8 @@ the value's binade, whose spacing is ``2^(E - m)``, and on an exact tie pick the
 with an even last bit. What happens past the largest value is a format's overflow rule:
 IEEE formats go to infinity; E4M3 either saturates to 448 (torch 2.12 and later, OCP's
 saturating mode) or gives NaN (torch up to 2.11, ml_dtypes: OCP's non-saturating mode).
+Writing that rounding (and reading bit patterns) is lab 08's work; this module rounds and
+reads through torch's own casts and views, the oracle a student's rounding is checked against.
 
 Public names, in reading order:
 
@@ -26,13 +28,12 @@ Public names, in reading order:
 ``FP64``, ``FP32``, ``TF32``, ``FP16``, ``BF16``, ``FP8_E4M3``, ``FP8_E4M3_NONSAT``, ``FP8_E5M2``,
 ``DOUBLE_DOUBLE``, ``FP128``, ``FORMATS``, ``get_format``
 ``LectureRow``, ``LECTURE_TABLE``, ``precision_table``, ``compare_with_lecture``, ``LECTURE_SLIPS``
-``fields``, ``decode``, ``describe``   bit patterns -> sign, exponent, mantissa -> values
-``round_to``             the reference: RNE (or ties-away, or truncation) to a format's values
-``encode``               values -> bit patterns of a format (``round_to`` then the fields)
-``bf16_bits``            the classic integer trick for FP32 -> BF16 (add 0x7FFF + lsb, shift 16)
-``round_tf32``           TF32 rounding of a matrix (torch has no TF32 dtype), kept as float32
-``spacing``, ``ulp_error``, ``representable``   the number line: gaps, errors in ULPs, all values
-``torch_bits``, ``torch_e4m3_overflow``, ``torch_e4m3_format``   what torch's own casts produce, for comparisons
+``spacing``, ``ulp_error``   the number line: gaps, errors in ULPs
+``torch_bits``, ``torch_values``   torch's cast of float32 values to a format's bits; the values torch reads from bits
+``describe``, ``representable``   one pattern spelled out; every value of a (narrow) format, through torch
+``round_to``             the values of a format nearest to float32 data, as torch's casts round (RNE)
+``round_tf32_torch``     TF32 rounding of a float32 tensor on its own device (torch has no TF32 dtype)
+``torch_e4m3_overflow``, ``torch_e4m3_format``   what this torch does to E4M3 past 448
 """
 from __future__ import annotations
 
@@ -43,8 +44,6 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
-
-from .references import reference
 
 _OVERFLOW = ("inf", "nan", "saturate")
 _ROUNDING = ("rne", "rna", "rtz")
@@ -247,7 +246,6 @@ def _sig3(x: Decimal) -> str:
     return f"{float(mant):.2f}e{int(exp)}"
 
 
-@reference
 def precision_table(formats: Mapping[str, FloatFormat] | None = None) -> list[dict[str, Any]]:
     """The lecture's table derived from the bits: for each row bits, precision p, decimal digits
     (rounded), eps, smallest normal and largest value (three significant figures, as printed)."""
@@ -282,168 +280,11 @@ def compare_with_lecture() -> list[dict[str, Any]]:
 
 
 # =======================================================================================
-# Bit patterns and values
+# The number line
 
 def _uint(fmt: FloatFormat):
     return np.uint8 if fmt.bits <= 8 else np.uint16 if fmt.bits <= 16 else np.uint32 if fmt.bits <= 32 else np.uint64
 
-
-def _check_numeric(fmt: FloatFormat) -> None:
-    if fmt.exponent_bits > 11 or fmt.mantissa_bits > 52:
-        raise ValueError(f"{fmt.name} is wider than float64: bit-level work covers formats up to fp64")
-
-
-def fields(bits: Any, fmt: FloatFormat | str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sign, exponent field, mantissa field) of bit patterns of ``fmt``, as int64 arrays."""
-    fmt = get_format(fmt)
-    b = np.asarray(bits).astype(np.uint64)
-    m, e = fmt.mantissa_bits, fmt.exponent_bits
-    if np.any(b >> np.uint64(fmt.bits)):
-        raise ValueError(f"bit patterns of {fmt.name} have {fmt.bits} bits; got a value >= 2^{fmt.bits}")
-    sign = (b >> np.uint64(e + m)).astype(np.int64)
-    exponent = ((b >> np.uint64(m)) & np.uint64(2**e - 1)).astype(np.int64)
-    mantissa = (b & np.uint64(2**m - 1)).astype(np.int64)
-    return sign, exponent, mantissa
-
-
-@reference
-def decode(bits: Any, fmt: FloatFormat | str) -> np.ndarray:
-    """The values (float64) of bit patterns of ``fmt``: normals, subnormals, zeros, inf, NaN."""
-    fmt = get_format(fmt)
-    _check_numeric(fmt)
-    sign, exponent, mantissa = fields(bits, fmt)
-    m, top = fmt.mantissa_bits, 2**fmt.exponent_bits - 1
-    frac = mantissa.astype(np.float64) / 2.0**m
-    normal = np.ldexp(1.0 + frac, (exponent - fmt.bias).astype(np.int32))
-    subnormal = np.ldexp(frac, np.int32(fmt.emin))
-    value = np.where(exponent == 0, subnormal, normal)
-    if fmt.infinities:
-        value = np.where(exponent == top, np.where(mantissa == 0, np.inf, np.nan), value)
-    else:
-        value = np.where((exponent == top) & (mantissa == 2**m - 1), np.nan, value)
-    return np.where(sign == 1, -value, value)
-
-
-def describe(bits: int, fmt: FloatFormat | str) -> str:
-    """One bit pattern spelled out: ``0 01111 0000000000 = +1.0 x 2^0 = 1``."""
-    fmt = get_format(fmt)
-    s, e, m = (int(v[0]) for v in fields(np.array([bits]), fmt))
-    value = float(decode(np.array([bits]), fmt)[0])
-    pattern = f"{s} {e:0{fmt.exponent_bits}b} {m:0{fmt.mantissa_bits}b}"
-    sign = "-" if s else "+"
-    if math.isnan(value) or math.isinf(value):
-        meaning = "NaN" if math.isnan(value) else f"{sign}inf"
-    elif e == 0:
-        meaning = f"{sign}0.{m:0{fmt.mantissa_bits}b}b x 2^{fmt.emin} (subnormal) = {value:.8g}"
-    else:
-        meaning = f"{sign}1.{m:0{fmt.mantissa_bits}b}b x 2^{e - fmt.bias} = {value:.8g}"
-    return f"{pattern} = {meaning}"
-
-
-@reference
-def round_to(x: Any, fmt: FloatFormat | str, rounding: str = "rne") -> np.ndarray:
-    """The value of ``fmt`` nearest to each element of ``x`` (float32 or float64), as float64.
-
-    ``rounding``: "rne" (to nearest, ties to even: what casts and tensor cores do), "rna" (to
-    nearest, ties away from zero) or "rtz" (toward zero: truncation). The grid of a binade
-    ``[2^E, 2^(E+1))`` has spacing ``2^(E-m)``; below the smallest normal the spacing stays
-    that of the first binade (subnormals). Past the largest value, ``fmt.overflow`` decides
-    (truncation never rounds up, so it saturates). NaN stays NaN; signs (and -0) are kept.
-    """
-    fmt = get_format(fmt)
-    _check_numeric(fmt)
-    if rounding not in _ROUNDING:
-        raise ValueError(f"rounding must be one of {_ROUNDING}, got {rounding!r}")
-    x = np.asarray(x)
-    if x.dtype.kind != "f":
-        raise TypeError(f"round_to takes floating-point values, got dtype {x.dtype}")
-    negative = np.signbit(x)
-    with np.errstate(invalid="ignore", over="ignore"):
-        a = np.abs(x.astype(np.float64))                  # (a signalling NaN warns when cast)
-        _, e2 = np.frexp(a)                               # a = f x 2^e2 with f in [0.5, 1)
-        binade = np.maximum(e2 - 1, fmt.emin)             # E with 2^E <= a (clamped: subnormals)
-        step = np.ldexp(1.0, (binade - fmt.mantissa_bits).astype(np.int32))
-        q = a / step                                      # exact: a power-of-two scaling
-        if rounding == "rne":
-            n = np.rint(q)                                # numpy's rint rounds half to even
-        elif rounding == "rna":
-            n = np.floor(q + 0.5)
-        else:
-            n = np.floor(q)
-        r = n * step
-        biggest = fmt.max
-        too_big = np.isfinite(a) & (r > biggest)
-        if rounding == "rtz" or fmt.overflow == "saturate":
-            r = np.where(too_big, biggest, r)             # truncation never rounds past the largest value
-        else:
-            r = np.where(too_big, np.inf if fmt.overflow == "inf" else np.nan, r)
-        inf_to = {"inf": np.inf, "nan": np.nan, "saturate": biggest}[fmt.overflow]
-        r = np.where(np.isinf(a), inf_to, r)              # E4M3 has no infinity to map inf to
-        r = np.where(np.isnan(a), np.nan, r)
-    return np.where(negative, -r, r)
-
-
-@reference
-def encode(x: Any, fmt: FloatFormat | str, rounding: str = "rne") -> np.ndarray:
-    """Bit patterns of ``fmt`` for the values ``x``: ``round_to`` and then the fields.
-
-    NaN becomes the format's quiet NaN with the sign kept and, for IEEE formats, the top bits
-    of an FP32 input's payload (what x86's and torch's FP32 -> FP16 conversion does). NaN bits
-    are not part of any standard's contract: torch writes 0xFFFF for every NaN cast to BF16 on
-    a CPU, so comparisons of NaN inputs should ask only that the result is a NaN.
-    """
-    fmt = get_format(fmt)
-    x = np.asarray(x)
-    r = round_to(x, fmt, rounding)
-    m, e = fmt.mantissa_bits, fmt.exponent_bits
-    sign = np.signbit(r).astype(np.uint64) | (np.isnan(r) & np.signbit(x)).astype(np.uint64)
-    a = np.abs(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
-    _, e2 = np.frexp(a)
-    is_normal = a >= fmt.min_normal
-    exponent = np.where(is_normal, e2 - 1 + fmt.bias, 0).astype(np.int64)
-    scale = np.where(is_normal, (e2 - 1 - m).astype(np.int64), fmt.emin - m)
-    significand = np.ldexp(a, (-scale).astype(np.int32)).astype(np.uint64)        # exact integer
-    mantissa = np.where(is_normal, significand - (np.uint64(1) << np.uint64(m)), significand)
-    out = (sign << np.uint64(e + m)) | (exponent.astype(np.uint64) << np.uint64(m)) | mantissa.astype(np.uint64)
-    top = np.uint64(2**e - 1)
-    if fmt.infinities:
-        out = np.where(np.isinf(r), (sign << np.uint64(e + m)) | (top << np.uint64(m)), out)
-    if fmt.infinities and fmt.bits > 8:
-        quiet = np.uint64(1) << np.uint64(m - 1)
-        payload = np.zeros(x.shape, np.uint64)
-        if x.dtype == np.float32 and m < 23:
-            payload = (x.view(np.uint32).astype(np.uint64) & np.uint64(0x7FFFFF)) >> np.uint64(23 - m)
-        nan_bits = (sign << np.uint64(e + m)) | (top << np.uint64(m)) | quiet | payload
-    else:                                                 # FP8: every bit set, as torch writes it
-        nan_bits = (sign << np.uint64(e + m)) | (top << np.uint64(m)) | np.uint64(2**m - 1)
-    out = np.where(np.isnan(r), nan_bits, out)
-    return out.astype(_uint(fmt))
-
-
-@reference
-def bf16_bits(x: Any) -> np.ndarray:
-    """FP32 -> BF16 bit patterns with integer arithmetic, as torch's C++ does it: add
-    ``0x7FFF`` plus the lowest kept bit (so an exact tie rounds to even), keep the top 16
-    bits. A carry out of the mantissa moves to the next binade, and past the largest
-    value into the infinity pattern, by itself. NaN: a quiet NaN (``0x7FC0``) with its sign."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    u = x.view(np.uint32).astype(np.uint64)
-    rounded = ((u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16))
-    nan = (u >> np.uint64(16)) & np.uint64(0x8000) | np.uint64(0x7FC0)
-    return np.where(np.isnan(x), nan, rounded).astype(np.uint16)
-
-
-@reference
-def round_tf32(x: Any, rounding: str = "rne") -> np.ndarray:
-    """A float32 matrix with every element rounded to TF32 (10 mantissa bits, FP32's exponent):
-    the 13 low bits become zero. What a tensor core does to FP32 inputs in TF32 mode;
-    "rna" and "rtz" give the other rounding a GPU might apply, for comparison."""
-    x = np.asarray(x, dtype=np.float32)
-    return round_to(x, TF32, rounding).astype(np.float32)
-
-
-# =======================================================================================
-# The number line
 
 def spacing(x: Any, fmt: FloatFormat | str) -> np.ndarray:
     """The gap between ``|x|`` and the next larger value of ``fmt`` (one ULP at ``x``):
@@ -460,31 +301,121 @@ def ulp_error(actual: Any, expected: Any, fmt: FloatFormat | str = FP32) -> np.n
     return np.abs(np.asarray(actual, dtype=np.float64) - e) / spacing(e, fmt)
 
 
-def representable(fmt: FloatFormat | str, positive: bool = True) -> np.ndarray:
-    """Every finite value of a format of at most 16 bits, sorted (non-negative ones only by default)."""
-    fmt = get_format(fmt)
-    if fmt.bits > 16:
-        raise ValueError(f"{fmt.name} has {fmt.bits} bits: list at most 16-bit formats")
-    values = decode(np.arange(2**fmt.bits, dtype=np.uint64), fmt)
-    values = values[np.isfinite(values)]
-    if positive:
-        values = values[values >= 0]
-    return np.unique(values)
-
-
 # =======================================================================================
-# torch's casts, for comparison
+# torch's casts and views: the bits and values of the formats torch has
+
+_VIEW_BITS = {8: "uint8", 16: "int16", 32: "int32", 64: "int64"}
+
+
+def _torch_dtype(fmt: FloatFormat):
+    import torch
+
+    if not fmt.torch_dtype:
+        raise ValueError(f"torch has no dtype for {fmt.name}")
+    return getattr(torch, fmt.torch_dtype)
+
 
 def torch_bits(x: Any, fmt: FloatFormat | str, device: str = "cpu") -> np.ndarray:
     """The bit patterns torch's cast ``tensor.to(dtype)`` writes for float32 values ``x``."""
     import torch
 
     fmt = get_format(fmt)
-    if not fmt.torch_dtype:
-        raise ValueError(f"torch has no dtype for {fmt.name}")
-    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device).to(getattr(torch, fmt.torch_dtype))
-    view = {8: torch.uint8, 16: torch.int16, 32: torch.int32, 64: torch.int64}[fmt.bits]
-    return t.view(view).cpu().numpy().view(_uint(fmt))
+    dtype = _torch_dtype(fmt)
+    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device).to(dtype)
+    return t.view(getattr(torch, _VIEW_BITS[fmt.bits])).cpu().numpy().view(_uint(fmt))
+
+
+def torch_values(bits: Any, fmt: FloatFormat | str) -> np.ndarray:
+    """The values (float64) torch reads from bit patterns of ``fmt``: the patterns viewed as
+    torch's dtype of the format, then widened. The counterpart of ``torch_bits``."""
+    import torch
+
+    fmt = get_format(fmt)
+    dtype = _torch_dtype(fmt)
+    b = np.asarray(bits)
+    if b.dtype.kind not in "iu":
+        raise TypeError(f"bit patterns are integers, got dtype {b.dtype}")
+    if b.size and (int(b.min()) < 0 or int(b.max()) >> fmt.bits):
+        raise ValueError(f"bit patterns of {fmt.name} have {fmt.bits} bits; got a value outside 0..2^{fmt.bits} - 1")
+    raw = np.ascontiguousarray(b.astype(_uint(fmt))).view(_VIEW_BITS[fmt.bits])
+    return torch.from_numpy(raw).view(dtype).double().numpy()
+
+
+def describe(bits: int, fmt: FloatFormat | str) -> str:
+    """One bit pattern of a format torch has, spelled out: ``0 01111 0000000000 = +1.0000000000b x 2^0 = 1``
+    (the value as torch reads it)."""
+    fmt = get_format(fmt)
+    pattern = int(bits)
+    e, m = fmt.exponent_bits, fmt.mantissa_bits
+    value = float(torch_values(np.array([pattern], np.int64), fmt)[0])
+    s, biased, frac = pattern >> (e + m), (pattern >> m) % 2**e, pattern % 2**m
+    sign = "-" if s else "+"
+    if math.isnan(value) or math.isinf(value):
+        meaning = "NaN" if math.isnan(value) else f"{sign}inf"
+    elif biased == 0:
+        meaning = f"{sign}0.{frac:0{m}b}b x 2^{fmt.emin} (subnormal) = {value:.8g}"
+    else:
+        meaning = f"{sign}1.{frac:0{m}b}b x 2^{biased - fmt.bias} = {value:.8g}"
+    return f"{s} {biased:0{e}b} {frac:0{m}b} = {meaning}"
+
+
+def representable(fmt: FloatFormat | str, positive: bool = True) -> np.ndarray:
+    """Every finite value of a format of at most 16 bits that torch has (FP16, BF16, the FP8s),
+    sorted, as torch reads all its bit patterns (non-negative ones only by default)."""
+    fmt = get_format(fmt)
+    if fmt.bits > 16:
+        raise ValueError(f"{fmt.name} has {fmt.bits} bits: list at most 16-bit formats")
+    values = torch_values(np.arange(2**fmt.bits, dtype=np.int64), fmt)
+    values = values[np.isfinite(values)]
+    if positive:
+        values = values[values >= 0]
+    return np.unique(values)
+
+
+def round_tf32_torch(t: Any, rounding: str = "rne") -> Any:
+    """A float32 torch tensor rounded to TF32 on its own device, with integer operations on its
+    bits (RNE: add 0xFFF plus the lowest kept bit, clear the 13 low bits; "rna": add 0x1000;
+    "rtz": clear), as the GPU's TF32 mode is measured against (``gpudl bench precision``).
+    Infinities and NaN pass through."""
+    import torch
+
+    if t.dtype != torch.float32:
+        raise TypeError(f"round_tf32_torch takes float32 tensors, got {t.dtype}")
+    bits = t.contiguous().view(torch.int32)
+    if rounding == "rne":
+        bits = bits + (0xFFF + ((bits >> 13) & 1))
+    elif rounding == "rna":
+        bits = bits + 0x1000
+    elif rounding != "rtz":
+        raise ValueError(f"rounding must be 'rne', 'rna' or 'rtz', got {rounding!r}")
+    out = (bits & ~0x1FFF).view(torch.float32)
+    return torch.where(torch.isfinite(t), out, t)
+
+
+def round_to(x: Any, fmt: FloatFormat | str) -> np.ndarray:
+    """The values of ``fmt`` nearest to ``x``, as float64: torch's cast to the format's dtype and
+    back (round to nearest, ties to even; E4M3 past 448 as ``torch_e4m3_overflow`` says), TF32
+    through ``round_tf32_torch``, FP32 and FP64 through NumPy's casts.
+
+    ``x`` is read as float32 first (exact for float32 data, the values a GPU reads; float64 data
+    with more bits is rounded twice). Formats torch has no dtype for are refused.
+    """
+    import torch
+
+    fmt = get_format(fmt)
+    x = np.asarray(x)
+    if x.dtype.kind != "f":
+        raise TypeError(f"round_to takes floating-point values, got dtype {x.dtype}")
+    if fmt == FP64:
+        return x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x32 = np.ascontiguousarray(x, dtype=np.float32)
+    if fmt == FP32:
+        return x32.astype(np.float64)
+    t = torch.from_numpy(x32)
+    if fmt == TF32:
+        return round_tf32_torch(t).double().numpy()
+    return t.to(_torch_dtype(fmt)).double().numpy()
 
 
 def torch_e4m3_overflow(device: str = "cpu") -> str:

@@ -1,29 +1,28 @@
-"""Tensor-core arithmetic and mixed-precision training, emulated on a CPU.
+"""Tensor-core arithmetic and mixed-precision training, on a CPU.
 
 A tensor core computes ``D = A B + C`` on small tiles: the inputs are rounded to a narrow
 format (FP16, BF16, TF32, FP8), every product is exact (two 11-bit significands make at most
 22 bits, which FP32 holds), and the products are summed in an FP32 accumulator (or FP16, on
-request). ``tensor_core_matmul`` does exactly that with NumPy, so the effect of each choice
-can be measured: FP16 inputs lose little, an FP16 *accumulator* loses long dot products,
-TF32 is FP32 data with FP16's mantissa. The lecture's split ``(A1 + A2)(B1 + B2)`` recovers
-most of FP32's accuracy from three 16-bit products.
+request). Emulating that product, one rounding of the running sum at a time, is lab 08's
+exercise; this module has what the lecture builds around it: TF32 rounding of torch tensors
+(for the comparison with cuBLAS), FP8 with per-tensor scales, the lecture's split
+``(A1 + A2)(B1 + B2)`` that recovers most of FP32's accuracy from three 16-bit products, and the
+arithmetic of MMA shapes and peaks.
 
 Mixed-precision training keeps FP32 master weights, runs matrix products in 16 bits, and
-scales the loss so that small gradients survive FP16's range; the scale adapts the way
-``torch.amp.GradScaler`` adapts it (``update_scale`` is the rule of ``torch._amp_update_scale_``).
+scales the loss so that small gradients survive FP16's range; the scale adapts as
+``torch.amp.GradScaler`` adapts it (its constants are here; writing its step is the lab's).
 
 Public names, in reading order:
 
-``tensor_core_matmul``   D = A B + C with inputs rounded to a format, exact products, FP32/FP16 accumulation
-``tf32_matmul``          FP32 data through TF32 tensor cores (inputs rounded, FP32 accumulation)
-``round_tf32_torch``     TF32 rounding of a torch tensor on any device (for the GPU comparison)
+``round_tf32_torch``     TF32 rounding of a torch tensor on any device (``gpudl.formats``'s, for the GPU comparison)
 ``to_fp8``, ``fp8_matmul``   FP8 E4M3 with a per-tensor scale, through ``torch._scaled_mm``
 ``split``, ``split_matmul``, ``relative_error``   the 3-product trick and how well it does
 ``MMAShape``, ``TensorCoreGeneration``, ``TENSOR_CORES``, ``tensor_core_fma_per_sm``, ``tensor_core_peak``
 ``LECTURE_MAC_TABLE``, ``mac_table``, ``throughput_ladder``   FMA per clock per SM, peaks by mode
 ``AMP_PRECISION``        which operations run in 16 bits and which keep FP32, and why
-``INIT_SCALE``, ``GROWTH_FACTOR``, ``BACKOFF_FACTOR``, ``GROWTH_INTERVAL``, ``ScalerState``,
-``update_scale``, ``unscale``, ``scaler_step``   the dynamic loss scaler
+``INIT_SCALE``, ``GROWTH_FACTOR``, ``BACKOFF_FACTOR``, ``GROWTH_INTERVAL``, ``ScalerState``   the dynamic
+                         loss scaler's constants (``torch.amp.GradScaler``'s) and state
 ``TrainingHistory``, ``train_mixed_precision``   a small model in FP32, FP16 without and with scaling
 """
 from __future__ import annotations
@@ -31,91 +30,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
 from . import hardware
-from .formats import FP16, FP32, TF32, FloatFormat, get_format, round_to
-from .references import reference
-
-_ACCUMULATORS = ("fp32", "fp16", "exact")
-
-
-def _round_fast(x: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """RNE to FP32 or FP16 through NumPy's own (correctly rounded) casts; others via ``round_to``."""
-    if fmt is FP32:
-        return x.astype(np.float32)
-    if fmt is FP16:
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16)
-    return round_to(x, fmt)
-
-
-@reference
-def tensor_core_matmul(a: Any, b: Any, c: Any = None, *, inputs: str | FloatFormat = "fp16",
-                       accumulate: str = "fp32", block_k: int = 1, rounding: str = "rne") -> np.ndarray:
-    """``D = A B + C`` as a tensor core computes it, on NumPy arrays A (M, K), B (K, N), C (M, N).
-
-    1. A and B are rounded to ``inputs`` ("fp16", "bf16", "tf32", "fp8_e4m3", "fp32", ...) with
-       ``rounding`` ("rne"; "rna" or "rtz" to compare);
-    2. every product is exact (formed in FP64: at most 2 x 24 significant bits);
-    3. the products are added to C in ``block_k`` steps along K: each step adds the exact sum of
-       ``block_k`` products to the accumulator and rounds once, to FP32 ("fp32") or to FP16
-       ("fp16"). ``accumulate="exact"`` sums everything in FP64 and rounds once to FP32 (the best
-       any accumulation order can do).
-
-    Returns the accumulator: float32 (FP32 or exact) or float16 values, shape (M, N).
-    """
-    if accumulate not in _ACCUMULATORS:
-        raise ValueError(f"accumulate must be one of {_ACCUMULATORS}, got {accumulate!r}")
-    a, b = np.asarray(a), np.asarray(b)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"need A (M, K) and B (K, N), got {a.shape} and {b.shape}")
-    if block_k < 1:
-        raise ValueError(f"block_k must be >= 1, got {block_k}")
-    fmt = get_format(inputs)
-    ar = round_to(a.astype(np.float64, copy=False), fmt, rounding)          # (M, K), exact in FP64
-    br = round_to(b.astype(np.float64, copy=False), fmt, rounding)          # (K, N)
-    m, n = a.shape[0], b.shape[1]
-    c = np.zeros((m, n)) if c is None else np.broadcast_to(np.asarray(c, dtype=np.float64), (m, n))
-    if accumulate == "exact":
-        with np.errstate(over="ignore"):
-            return (c + ar @ br).astype(np.float32)
-    acc_fmt = FP32 if accumulate == "fp32" else FP16
-    acc = _round_fast(c, acc_fmt)
-    for k0 in range(0, a.shape[1], block_k):
-        part = ar[:, k0:k0 + block_k] @ br[k0:k0 + block_k, :]              # (M, N), exact for block_k = 1
-        with np.errstate(invalid="ignore"):
-            acc = _round_fast(acc.astype(np.float64) + part, acc_fmt)
-    return acc
-
-
-@reference
-def tf32_matmul(a: Any, b: Any, *, rounding: str = "rne", accumulate: str = "exact") -> np.ndarray:
-    """FP32 A @ B in TF32 mode: inputs rounded to TF32, exact products, FP32 result. The GPU's
-    accumulation order is its own; "exact" rounds once, "fp32" adds one product at a time."""
-    return tensor_core_matmul(np.asarray(a, np.float32), np.asarray(b, np.float32), inputs=TF32,
-                              accumulate=accumulate, rounding=rounding)
-
-
-def round_tf32_torch(t: Any, rounding: str = "rne") -> Any:
-    """A float32 torch tensor rounded to TF32 on its own device, with integer operations on its
-    bits (RNE: add 0xFFF plus the lowest kept bit, clear the 13 low bits; "rna": add 0x1000;
-    "rtz": clear). Infinities and NaN pass through."""
-    import torch
-
-    if t.dtype != torch.float32:
-        raise TypeError(f"round_tf32_torch takes float32 tensors, got {t.dtype}")
-    bits = t.contiguous().view(torch.int32)
-    if rounding == "rne":
-        bits = bits + (0xFFF + ((bits >> 13) & 1))
-    elif rounding == "rna":
-        bits = bits + 0x1000
-    elif rounding != "rtz":
-        raise ValueError(f"rounding must be 'rne', 'rna' or 'rtz', got {rounding!r}")
-    out = (bits & ~0x1FFF).view(torch.float32)
-    return torch.where(torch.isfinite(t), out, t)
+from .formats import FloatFormat, round_to
+from .formats import round_tf32_torch  # noqa: F401 - one of this module's names: the GPU comparison's TF32 rounding
 
 
 # --- FP8 with per-tensor scales --------------------------------------------------------------
@@ -145,22 +66,21 @@ def fp8_matmul(a: Any, b: Any, out_dtype: Any = None) -> Any:
 
 # --- the 3-product split ----------------------------------------------------------------
 
-@reference
 def split(a: Any, fmt: str | FloatFormat = "bf16") -> tuple[np.ndarray, np.ndarray]:
     """``a = hi + lo`` (nearly): ``hi`` is ``a`` rounded to ``fmt``, ``lo`` the remainder rounded to
-    ``fmt``. Two BF16 pieces carry 16 significant bits, two TF32 or FP16 pieces 22."""
+    ``fmt`` (``gpudl.formats.round_to``: torch's casts). Two BF16 pieces carry 16 significant bits,
+    two TF32 or FP16 pieces 22. ``a`` is float32 data (its remainder is float32 too)."""
     a = np.asarray(a, dtype=np.float64)
     hi = round_to(a, fmt)
     return hi, round_to(a - hi, fmt)
 
 
-@reference
-def split_matmul(a: Any, b: Any, *, inputs: str | FloatFormat = "bf16", terms: int = 3,
-                 accumulate: str = "fp32") -> np.ndarray:
+def split_matmul(a: Any, b: Any, *, inputs: str | FloatFormat = "bf16", terms: int = 3) -> np.ndarray:
     """A @ B from 16-bit pieces, as the lecture writes it:
     ``(A1 + A2)(B1 + B2) = A1 B1 + A1 B2 + A2 B1 + A2 B2``. ``terms=3`` drops ``A2 B2`` (its size
-    is below FP32's last place), ``terms=1`` is the plain product ``A1 B1``. Each product runs
-    through ``tensor_core_matmul`` (FP32 accumulation); the partial results add in FP32."""
+    is below FP32's last place), ``terms=1`` is the plain product ``A1 B1``. Each product is what a
+    tensor core's FP32 result would be up to its accumulation order: the pieces' exact products
+    summed in FP64 and rounded once to FP32; the partial results add in FP32."""
     if terms not in (1, 3, 4):
         raise ValueError(f"terms must be 1, 3 or 4, got {terms}")
     a1, a2 = split(a, inputs)
@@ -169,7 +89,7 @@ def split_matmul(a: Any, b: Any, *, inputs: str | FloatFormat = "bf16", terms: i
     # small products first: their rounding errors stay small next to A1 B1
     out = np.zeros((a1.shape[0], b1.shape[1]), np.float32)
     for x, y in reversed(pairs):
-        out = out + tensor_core_matmul(x, y, inputs=inputs, accumulate=accumulate)
+        out = out + (x @ y).astype(np.float32)
     return out
 
 
@@ -228,7 +148,7 @@ def tensor_core_peak(gen: TensorCoreGeneration | str) -> float:
     clock from ``gpudl.hardware`` (V100: 80 x 512 x 2 x 1.53 GHz = 125 TFLOP/s)."""
     gen = TENSOR_CORES[gen] if isinstance(gen, str) else gen
     spec = hardware.get_spec(gen.gpu)
-    return hardware.peak_from_units(spec.sms, tensor_core_fma_per_sm(gen), spec.clock_hz(tensor=True))
+    return spec.sms * tensor_core_fma_per_sm(gen) * 2 * spec.clock_hz(tensor=True)
 
 
 # The lecture's "multiply-add operations per clock per SM" table (None: empty cell).
@@ -295,7 +215,8 @@ GROWTH_INTERVAL = 2000        # growth_interval
 
 @dataclass(frozen=True)
 class ScalerState:
-    """The loss scale and the number of clean steps since it last changed."""
+    """The loss scale and the number of clean steps since it last changed (GradScaler's ``_scale``
+    and ``_growth_tracker``): the state one step of the scaler reads and returns."""
 
     scale: float = INIT_SCALE
     growth_tracker: int = 0
@@ -305,41 +226,6 @@ class ScalerState:
             raise ValueError(f"the loss scale must be positive, got {self.scale}")
         if self.growth_tracker < 0:
             raise ValueError(f"growth_tracker counts steps, got {self.growth_tracker}")
-
-
-@reference
-def update_scale(state: ScalerState, found_inf: bool, *, growth_factor: float = GROWTH_FACTOR,
-                 backoff_factor: float = BACKOFF_FACTOR, growth_interval: int = GROWTH_INTERVAL) -> ScalerState:
-    """One update of the scale, as ``torch._amp_update_scale_`` does it: on inf/NaN gradients the
-    scale is multiplied by ``backoff_factor`` and the count restarts; otherwise the count grows,
-    and at ``growth_interval`` clean steps in a row the scale is multiplied by ``growth_factor``
-    (kept only if finite in FP32) and the count restarts. The scale is an FP32 number."""
-    if found_inf:
-        return ScalerState(float(np.float32(state.scale * backoff_factor)), 0)
-    clean = state.growth_tracker + 1
-    if clean == growth_interval:
-        with np.errstate(over="ignore"):
-            grown = np.float32(state.scale) * np.float32(growth_factor)
-        return ScalerState(float(grown) if np.isfinite(grown) else state.scale, 0)
-    return ScalerState(state.scale, clean)
-
-
-@reference
-def unscale(grads: Sequence[Any], scale: float) -> tuple[list[np.ndarray], bool]:
-    """FP32 gradients ``g x (1/scale)`` (GradScaler multiplies by an FP32 reciprocal) and whether
-    any is inf or NaN."""
-    inv = np.float32(1.0 / np.float64(np.float32(scale)))
-    out = [np.asarray(g, dtype=np.float32) * inv for g in grads]
-    return out, any(not np.all(np.isfinite(g)) for g in out)
-
-
-@reference
-def scaler_step(state: ScalerState, grads: Sequence[Any], **kwargs: Any) -> tuple[ScalerState, list[np.ndarray] | None]:
-    """One step of dynamic loss scaling, given the gradients of the *scaled* loss: unscale them,
-    and return the next state with the gradients to apply, or ``None`` when any was inf or NaN
-    (the optimizer step is skipped). ``kwargs`` go to ``update_scale``."""
-    unscaled, found_inf = unscale(grads, state.scale)
-    return update_scale(state, found_inf, **kwargs), (None if found_inf else unscaled)
 
 
 # --- a small model trained in FP32 and in emulated FP16 ---------------------------------------------
@@ -385,9 +271,9 @@ def train_mixed_precision(mode: str = "fp32", *, steps: int = 300, loss_weight: 
 
     ``mode``: "fp32"; "fp16" (weights' copies, activations and gradients stored in FP16, products
     summed in FP32, master weights FP32, no loss scaling); "fp16-scaled" (the same with the dynamic
-    loss scaler). The loss is multiplied by ``loss_weight`` (and the step divided by it), which
-    changes nothing in FP32 but puts the gradients where many real networks' are: mostly below
-    FP16's smallest normal (6.1e-5), many below its smallest subnormal (6.0e-8).
+    loss scaler, ``torch.amp.GradScaler``). The loss is multiplied by ``loss_weight`` (and the step
+    divided by it), which changes nothing in FP32 but puts the gradients where many real networks'
+    are: mostly below FP16's smallest normal (6.1e-5), many below its smallest subnormal (6.0e-8).
     FP16 is emulated: every tensor a GPU would store in 16 bits is rounded to FP16.
     """
     import torch
@@ -402,7 +288,8 @@ def train_mixed_precision(mode: str = "fp32", *, steps: int = 300, loss_weight: 
               torch.randn(1, hidden, generator=g) / math.sqrt(hidden), torch.zeros(1)]
     params = [p.requires_grad_() for p in params]                       # FP32 master weights
     q = _fp16_storage() if mode != "fp32" else (lambda t: t)
-    state = ScalerState(init_scale if mode == "fp16-scaled" else 1.0)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale, growth_interval=growth_interval) \
+        if mode == "fp16-scaled" else None
     history = TrainingHistory(mode)
 
     def loss_of(ps):
@@ -414,7 +301,7 @@ def train_mixed_precision(mode: str = "fp32", *, steps: int = 300, loss_weight: 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)            # a model this small runs fastest (and steadiest) on one thread
     try:
-        _train(steps, params, loss_of, loss_weight, lr, mode, state, growth_interval, history)
+        _train(steps, params, loss_of, loss_weight, lr, scaler, history)
         with torch.no_grad():
             history.final_loss = float(loss_of(params))
     finally:
@@ -422,24 +309,23 @@ def train_mixed_precision(mode: str = "fp32", *, steps: int = 300, loss_weight: 
     return history
 
 
-def _train(steps, params, loss_of, loss_weight, lr, mode, state, growth_interval, history) -> None:
+def _train(steps, params, loss_of, loss_weight, lr, scaler, history) -> None:
     import torch
 
+    opt = torch.optim.SGD(params, lr=lr / loss_weight)
     for _ in range(steps):
-        for p in params:
-            p.grad = None
+        opt.zero_grad(set_to_none=True)
         loss = loss_of(params)
-        (loss * loss_weight * state.scale).backward()
-        grads = [p.grad.detach().numpy() for p in params]
+        scale = scaler.get_scale() if scaler is not None else 1.0
+        weighted = loss * loss_weight
+        (scaler.scale(weighted) if scaler is not None else weighted).backward()
+        grads = torch.cat([p.grad.detach().reshape(-1) for p in params])   # of the scaled loss
         history.loss.append(float(loss.detach()))
-        history.scale.append(state.scale)
-        history.zero_grad_fraction.append(float(np.mean(np.concatenate([gr.ravel() for gr in grads]) == 0)))
-        if mode == "fp16-scaled":
-            state, update = scaler_step(state, grads, growth_interval=growth_interval)
+        history.scale.append(scale)
+        history.zero_grad_fraction.append(float((grads == 0).float().mean()))
+        history.skipped.append(scaler is not None and not bool(torch.isfinite(grads).all()))   # GradScaler skips it
+        if scaler is not None:
+            scaler.step(opt)                    # unscales (x 1/scale in FP32), steps unless inf/NaN
+            scaler.update()                     # backs off, or grows after growth_interval clean steps
         else:
-            update = [gr.astype(np.float32) for gr in grads]
-        history.skipped.append(update is None)
-        if update is not None:
-            with torch.no_grad():
-                for p, gr in zip(params, update):
-                    p -= lr / loss_weight * torch.from_numpy(gr)
+            opt.step()

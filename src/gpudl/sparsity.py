@@ -11,14 +11,18 @@ Storage, for b-bit values (the lecture: 2 bits of metadata per kept value, "16b 
 overhead, 8b data => 25%"): the metadata is 2/b of the kept values, and values plus metadata
 are (b/2 + 1)/b of the dense matrix: 56.25% for 16-bit data, 62.5% for 8-bit.
 
+Pruning, compressing, counting and multiplying in that format is lab 08's work; this module has
+the format's constants, the test of the pattern, the compressed form as a value, torch's own
+conversion to the layout CUTLASS's sparse kernels read (on a CPU too), and torch's pruning of a
+model's linear layers (``torch.ao.pruning``) for fine-tuning.
+
 Public names, in reading order:
 
-``mask_2_4``, ``prune_2_4``, ``is_2_4``    keep the 2 largest magnitudes of each group of 4 along K
-``Sparse24``, ``compress_2_4``, ``decompress_2_4``   values + 2-bit indices, and back
+``GROUP``, ``KEPT``, ``INDEX_BITS``, ``is_2_4``   the pattern: at most 2 non-zeros in each group of 4 along K
+``Sparse24``                                 a compressed matrix: values + 2-bit indices, (M, K/2) each
 ``pack_metadata``, ``unpack_metadata``       the indices packed 2 bits each, 4 per byte
-``SparseStorage``, ``storage_2_4``          bits of values, metadata and the dense matrix; the overheads
-``sparse_matmul``                            A @ B from the compressed form of A
-``semi_structured``                          the same matrix through ``torch.sparse.to_sparse_semi_structured``
+``compress_cutlass``, ``decompress_cutlass``  torch's conversion of a 2:4 tensor to CUTLASS's values and metadata, and back
+``semi_structured``                          a 2:4 CUDA tensor through ``torch.sparse.to_sparse_semi_structured``
 ``prune_model_2_4``, ``apply_masks``         prune a model's linear layers and keep them pruned while fine-tuning
 """
 from __future__ import annotations
@@ -27,8 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from .references import reference
 
 GROUP = 4          # values per group
 KEPT = 2           # at most this many non-zeros per group
@@ -39,26 +41,6 @@ def _groups(a: np.ndarray) -> np.ndarray:
     if a.ndim < 1 or a.shape[-1] % GROUP:
         raise ValueError(f"the reduction dimension (last axis) must be a multiple of {GROUP}, got shape {a.shape}")
     return a.reshape(*a.shape[:-1], a.shape[-1] // GROUP, GROUP)          # (..., K/4, 4)
-
-
-@reference
-def mask_2_4(a: Any) -> np.ndarray:
-    """Boolean mask of the same shape as ``a``: in each group of 4 consecutive values along the
-    last axis (the reduction dimension of ``A @ B`` for A (M, K), and of ``x @ W.T`` for a linear
-    layer's weight W (out, in)), True at the 2 of largest magnitude; ties go to the lower index."""
-    a = np.asarray(a)
-    g = _groups(np.abs(a))                                                # (..., K/4, 4)
-    order = np.argsort(-g, axis=-1, kind="stable")                        # largest first, stable on ties
-    keep = np.zeros(g.shape, dtype=bool)
-    np.put_along_axis(keep, order[..., :KEPT], True, axis=-1)
-    return keep.reshape(a.shape)
-
-
-@reference
-def prune_2_4(a: Any) -> np.ndarray:
-    """``a`` with the 2 smallest magnitudes of every group of 4 along the last axis set to zero."""
-    a = np.asarray(a)
-    return np.where(mask_2_4(a), a, np.zeros((), a.dtype))
 
 
 def is_2_4(a: Any) -> bool:
@@ -86,38 +68,6 @@ class Sparse24:
         return self.values.shape[0], self.values.shape[1] * GROUP // KEPT
 
 
-@reference
-def compress_2_4(a: Any) -> Sparse24:
-    """The kept values of a 2:4-sparse matrix and their positions in their groups.
-
-    Each group stores exactly 2 entries: its non-zeros, filled up with its first zeros when it
-    has fewer than 2 (a stored zero changes nothing), in increasing position. A matrix that is
-    not 2:4-sparse is refused: prune it first."""
-    a = np.asarray(a)
-    if a.ndim != 2:
-        raise ValueError(f"compress a matrix (M, K), got shape {a.shape}")
-    if not is_2_4(a):
-        raise ValueError("the matrix has groups of 4 with more than 2 non-zeros: prune it to 2:4 first")
-    g = _groups(a)                                                        # (M, K/4, 4)
-    # non-zeros first, then zeros, each by position: the first two are the kept entries
-    order = np.argsort(g == 0, axis=-1, kind="stable")[..., :KEPT]
-    order = np.sort(order, axis=-1)                                       # (M, K/4, 2)
-    values = np.take_along_axis(g, order, axis=-1)
-    m = a.shape[0]
-    return Sparse24(values.reshape(m, -1), order.reshape(m, -1).astype(np.uint8))
-
-
-@reference
-def decompress_2_4(values: Any, indices: Any) -> np.ndarray:
-    """The dense (M, K) matrix back from ``values`` and ``indices`` (M, K/2)."""
-    values, indices = np.asarray(values), np.asarray(indices).astype(np.int64)
-    sp = Sparse24(values, indices)
-    m, k = sp.shape
-    dense = np.zeros((m, k // GROUP, GROUP), dtype=values.dtype)
-    np.put_along_axis(dense, indices.reshape(m, k // GROUP, KEPT), values.reshape(m, k // GROUP, KEPT), axis=-1)
-    return dense.reshape(m, k)
-
-
 def pack_metadata(indices: Any) -> np.ndarray:
     """The 2-bit indices packed four to a byte, first index in the lowest bits: (M, K/2) -> (M, K/8)
     uint8. What the metadata costs in memory, made concrete."""
@@ -134,49 +84,22 @@ def unpack_metadata(packed: Any) -> np.ndarray:
     return np.stack([(p >> s) & 3 for s in (0, 2, 4, 6)], axis=-1).reshape(*p.shape[:-1], -1)
 
 
-@dataclass(frozen=True)
-class SparseStorage:
-    """Bits of a compressed 2:4 matrix (values and metadata) next to its dense size."""
+def compress_cutlass(a: Any) -> tuple[Any, Any]:
+    """``(values, metadata)`` of a 2:4-sparse torch tensor (M, K) in the layout CUTLASS's sparse
+    tensor-core kernels read, by torch's own conversion (it runs on a CPU too): ``values`` (M, K/2)
+    of the tensor's dtype, ``metadata`` the kept values' 2-bit positions packed into int16 words
+    (int32 for int8 data) and reordered for the hardware's loads. torch asks for FP16, BF16 or int8
+    data (FP32 it takes as 1:2-sparse), M a multiple of 32 and K a multiple of 32 (64 for int8)."""
+    from torch.sparse import _semi_structured_conversions as conversions
 
-    value_bits: int        # bits of all kept values
-    metadata_bits: int     # 2 bits per kept value
-    dense_bits: int        # bits of the dense matrix
-
-    @property
-    def overhead(self) -> float:
-        """Metadata as a fraction of the kept values (the lecture's 12.5% for 16-bit data)."""
-        return self.metadata_bits / self.value_bits
-
-    @property
-    def fraction_of_dense(self) -> float:
-        """Values plus metadata as a fraction of the dense matrix (56.25% for 16-bit data)."""
-        return (self.value_bits + self.metadata_bits) / self.dense_bits
+    return conversions.sparse_semi_structured_from_dense_cutlass(a)
 
 
-@reference
-def storage_2_4(m: int, k: int, bits: int = 16) -> SparseStorage:
-    """Storage of an (M, K) 2:4 matrix of ``bits``-bit values: M*K/2 kept values, 2 bits of
-    metadata each, against M*K dense values."""
-    if m < 1 or k < 1 or k % GROUP or bits < 1:
-        raise ValueError(f"need M >= 1, K a positive multiple of 4 and bits >= 1, got {m}, {k}, {bits}")
-    kept = m * k // GROUP * KEPT
-    return SparseStorage(kept * bits, kept * INDEX_BITS, m * k * bits)
+def decompress_cutlass(values: Any, metadata: Any) -> Any:
+    """The dense tensor back from ``compress_cutlass``'s values and metadata."""
+    from torch.sparse import _semi_structured_conversions as conversions
 
-
-@reference
-def sparse_matmul(values: Any, indices: Any, b: Any) -> np.ndarray:
-    """``A @ B`` from A's compressed form: kept value ``t`` of row ``i`` multiplies row
-    ``4 * (t // 2) + indices[i, t]`` of B. Half the multiplications of the dense product."""
-    values, indices, b = np.asarray(values), np.asarray(indices).astype(np.int64), np.asarray(b)
-    sp = Sparse24(values, indices)
-    m, k = sp.shape
-    if b.ndim != 2 or b.shape[0] != k:
-        raise ValueError(f"B must be ({k}, N) for A of shape {(m, k)}, got {b.shape}")
-    rows = GROUP * (np.arange(values.shape[1]) // KEPT)[None, :] + indices   # (M, K/2): which row of B
-    out = np.zeros((m, b.shape[1]), dtype=np.result_type(values, b))
-    for t in range(values.shape[1]):
-        out += values[:, t, None] * b[rows[:, t], :]                    # (M, N)
-    return out
+    return conversions.sparse_semi_structured_to_dense_cutlass(values, metadata)
 
 
 # --- on a GPU ------------------------------------------------------------------------------
@@ -201,17 +124,24 @@ def semi_structured(a: Any) -> tuple[Any, str]:
 
 def prune_model_2_4(model: Any) -> dict[str, Any]:
     """Prune every ``torch.nn.Linear`` weight of ``model`` to 2:4 along its input dimension (the
-    reduction of ``x @ W.T``) by magnitude, in place; returns the masks by parameter name."""
+    reduction of ``x @ W.T``) by magnitude, in place, with torch's ``WeightNormSparsifier`` (blocks
+    of 1 x 4, 2 zeros each: the 2 smallest |w| of each group); returns the masks by parameter name."""
     import torch
+    from torch.ao import pruning
 
+    names = [name for name, module in model.named_modules()
+             if isinstance(module, torch.nn.Linear) and module.in_features % GROUP == 0]
+    if not names:
+        return {}
+    sparsifier = pruning.WeightNormSparsifier(sparsity_level=1.0, sparse_block_shape=(1, GROUP),
+                                              zeros_per_block=GROUP - KEPT)
+    sparsifier.prepare(model, [{"tensor_fqn": f"{name}.weight" if name else "weight"} for name in names])
+    sparsifier.step()
     masks = {}
-    for name, module in model.named_modules():
-        if isinstance(module, torch.nn.Linear) and module.in_features % GROUP == 0:
-            w = module.weight
-            mask = torch.from_numpy(mask_2_4(w.detach().cpu().numpy())).to(w.device)
-            with torch.no_grad():
-                w.mul_(mask)
-            masks[f"{name}.weight" if name else "weight"] = mask
+    for name in names:
+        module = model.get_submodule(name)
+        masks[f"{name}.weight" if name else "weight"] = module.parametrizations.weight[0].mask.detach().clone()
+    sparsifier.squash_mask()              # the masks multiplied into the weights, the parametrizations gone
     return masks
 
 
