@@ -61,3 +61,44 @@ def test_test_cells_show_their_message_not_their_source():
     tidy.preprocess_cell(student, {}, 1)
     assert cell.outputs[0]["traceback"] == ["GradingError: wrong at <python>/a.py"]
     assert student.outputs[0]["traceback"][0] == "File <python>/y.py", "a student's own error keeps its trace"
+
+
+BYPASSES = [
+    "<svg onload=alert(1)><animate onbegin=alert(1) attributeName=x></svg>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=alert(1)></style></mglyph></table></mtext></math>",
+    "<math><mi xlink:href='javascript:alert(1)'>x</mi></math>",
+    "<iframe srcdoc='&lt;script&gt;alert(1)&lt;/script&gt;'></iframe>",
+    "<form><button formaction='javascript:alert(1)'>go</button></form>",
+    "<meta http-equiv='refresh' content='0;url=javascript:alert(1)'>",
+    "<a href='&#x6A;avascript:alert(1)'>e</a><a href='JaVaScRiPt&colon;alert(1)'>c</a>",
+    "<a href=' \tjava\nscript:alert(1)'>w</a>",
+    "<a href='data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg=='>d</a>",
+    "<img src='data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+'><img src='DaTa:text/html,x'>",
+    "<style>body{background:url(https://evil.example/leak)}</style><p style='background:url(https://e/)'>s</p>",
+    "<base href='https://evil.example/'><object data='x.swf'></object><embed src='x.swf'>",
+    "<div><template><script>alert(1)</script></template><noscript><p title='</noscript><img src=x onerror=alert(1)>'>"
+    "</p></noscript></div>",
+]
+
+
+def test_the_allowlist_survives_the_usual_bypasses():
+    page = ("<html><head><title>lab</title><style>p{color:red}</style>"
+            "<meta http-equiv='refresh' content='0;url=https://evil.example'></head><body>"
+            + "".join(BYPASSES) + "<p>kept</p><math display='block'><mi>x</mi><mo>=</mo><mn>2</mn></math>"
+            "<img src='data:image/png;base64,AAAA'></body></html>")
+    clean = feedback.sanitize_html(page)
+    found = tags(clean)
+    names = {t for t, _ in found}
+    assert [t for t, _ in found if t == "meta"] == ["meta"] and ("meta", {"charset": "utf-8"}) in found
+    assert [t for t, _ in found].count("style") == 1 and "evil" not in clean
+    for tag, attrs in found:
+        assert not any(k.startswith("on") or k in ("srcdoc", "formaction", "xlink:href", "http-equiv")
+                       for k in attrs), (tag, attrs)
+        for key in ("href", "src"):
+            v = "".join(attrs.get(key, "").split()).lower()
+            assert not v.startswith(("javascript", "data:text", "data:image/svg")), (tag, attrs)
+    assert "alert(1)" not in "".join(str(a) for _, a in found)
+    assert not names & {"script", "svg", "iframe", "form", "button", "base", "object", "embed", "template",
+                        "noscript", "animate", "mglyph"}, names
+    assert "<p>kept</p>" in clean and '<math display="block"><mi>x</mi><mo>=</mo><mn>2</mn></math>' in clean
+    assert ("img", {"src": "data:image/png;base64,AAAA"}) in found

@@ -8,8 +8,11 @@ nbgrader's feedback is an HTML page of the graded notebook. Before it is written
 - paths of the grading machine (the course, the Python installation, scratch folders, the
   instructor's home) are replaced by placeholders in every output;
 - what the student wrote is sanitized (nbconvert's ``SanitizeHTML``: markdown, HTML outputs;
-  javascript outputs dropped), and the final page passes ``sanitize_html``: no script, no
-  iframe/object/embed/form/base, no event handlers, no ``javascript:`` links; images stay.
+  javascript outputs dropped), and the final page is rebuilt from an allowlist by
+  ``sanitize_html`` (nh3, the bindings of Rust's ammonia, made for this): the template's title and
+  style sheets, and a body of the tags, attributes and URL schemes a notebook page, its images,
+  tables and MathML need; no script, frame, form, ``<base>``, ``<meta>``, event handler,
+  ``javascript:`` or ``data:`` link.
 
 Public names: ``TidyOutputs``, ``generate``, ``sanitize_html``, ``scrub_paths``.
 """
@@ -19,7 +22,6 @@ import html
 import re
 import sys
 import tempfile
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Iterable
 
@@ -76,84 +78,83 @@ class TidyOutputs(Preprocessor):
         return cell, resources
 
 
-_DROP = {"script", "iframe", "object", "embed", "applet", "form", "base", "frame", "frameset", "noscript"}
-_URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "data", "poster", "background", "srcset"}
-_VOID = {"area", "base", "br", "col", "embed", "frame", "hr", "img", "input", "keygen", "link", "meta", "param",
-         "source", "track", "wbr"}
+# --- the page's last pass: an allowlist (nh3, the bindings of Rust's ammonia) ---------------------
+
+# What nbconvert's page, its images, tables and MathML need; everything else goes, with its
+# content where the content is code (script, style, templates, embedded documents).
+_TAGS = set(__import__("nh3").ALLOWED_TAGS) | {
+    "main", "section", "label", "input",            # nbconvert's layout; a disabled checkbox in a task list
+    "math", "semantics", "annotation", "mrow", "mi", "mo", "mn", "ms", "mtext", "mspace", "msup", "msub",
+    "msubsup", "mfrac", "msqrt", "mroot", "mstyle", "merror", "mpadded", "mphantom", "mfenced", "menclose",
+    "mtable", "mtr", "mtd", "munder", "mover", "munderover", "mmultiscripts", "mprescripts", "none"}
+_CONTENT_DROPPED = {"script", "style", "template", "noscript", "iframe", "object", "embed", "svg", "title",
+                    "textarea", "select", "xmp", "noembed", "noframes", "plaintext"}
+_MATH_ATTRS = {"display", "mathvariant", "stretchy", "fence", "separator", "lspace", "rspace", "accent",
+               "accentunder", "columnalign", "rowalign", "columnspacing", "rowspacing", "linethickness",
+               "displaystyle", "scriptlevel", "notation", "width", "height", "depth", "movablelimits", "encoding"}
+_ATTRS = {
+    "*": {"class", "id", "title", "lang", "dir", "style", "name", "align"},
+    "a": {"href"}, "img": {"src", "alt", "width", "height"}, "td": {"colspan", "rowspan"},
+    "th": {"colspan", "rowspan", "scope"}, "ol": {"start", "type"}, "input": {"type", "checked", "disabled"},
+    **{t: set(_MATH_ATTRS) for t in _TAGS if t.startswith("m") and t not in ("main", "map", "mark")},
+    "math": set(_MATH_ATTRS) | {"xmlns"}, "annotation": {"encoding"},
+}
+# Inline style properties that only lay out and colour (no url(), no position: fixed overlays).
+_STYLE_PROPERTIES = {"color", "background-color", "text-align", "vertical-align", "font-weight", "font-style",
+                     "font-size", "font-family", "white-space", "width", "max-width", "height", "margin",
+                     "margin-left", "margin-right", "margin-top", "margin-bottom", "padding", "padding-left",
+                     "padding-right", "border", "border-collapse", "border-bottom", "border-top", "display"}
+_IMAGE_DATA = re.compile(r"^data:image/(png|jpe?g|gif|webp|bmp);", re.I)
 
 
-class _Cleaner(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=False)
-        self.out: list[str] = []
-        self.skip = 0              # depth inside a dropped element
+def _attribute_filter(tag: str, attr: str, value: str) -> str | None:
+    """Only images may carry data: URLs (raster images, never SVG, which can script); inputs only as
+    a disabled checkbox."""
+    if attr in ("href", "src"):
+        v = re.sub(r"[\x00-\x20]+", "", value).lower()
+        if v.startswith("data:") and not (tag == "img" and attr == "src" and _IMAGE_DATA.match(v)):
+            return None
+    if tag == "input" and attr == "type" and value != "checkbox":
+        return None
+    return value
 
-    def _attrs(self, tag: str, attrs: list[tuple[str, str | None]]) -> str:
-        kept = []
-        for name, value in attrs:
-            name = name.lower()
-            if name.startswith("on") or name in ("srcdoc", "formaction"):
-                continue
-            if name in _URL_ATTRS and value is not None:
-                v = re.sub(r"[\x00-\x20]+", "", html.unescape(value)).lower()
-                if v.startswith(("javascript:", "vbscript:", "data:text/html", "data:image/svg")):
-                    continue
-            if tag == "meta" and name == "http-equiv":
-                continue
-            kept.append(name if value is None else f'{name}="{html.escape(value, quote=True)}"')
-        return (" " + " ".join(kept)) if kept else ""
 
-    def handle_starttag(self, tag, attrs):
-        if tag in _DROP:
-            if tag not in _VOID:
-                self.skip += 1
-            return
-        if not self.skip:
-            self.out.append(f"<{tag}{self._attrs(tag, attrs)}>")
+def _clean(fragment: str) -> str:
+    import nh3
 
-    def handle_startendtag(self, tag, attrs):
-        if tag not in _DROP and not self.skip:
-            self.out.append(f"<{tag}{self._attrs(tag, attrs)} />")
+    return nh3.clean(fragment, tags=_TAGS, clean_content_tags=_CONTENT_DROPPED, attributes=_ATTRS,
+                     attribute_filter=_attribute_filter, url_schemes={"http", "https", "mailto", "data"},
+                     filter_style_properties=_STYLE_PROPERTIES, strip_comments=True, link_rel="noopener noreferrer")
 
-    def handle_endtag(self, tag):
-        if tag in _DROP:
-            if tag not in _VOID and self.skip:
-                self.skip -= 1
-            return
-        if not self.skip:
-            self.out.append(f"</{tag}>")
 
-    def handle_data(self, data):
-        if not self.skip:
-            self.out.append(data)
-
-    def handle_entityref(self, name):
-        if not self.skip:
-            self.out.append(f"&{name};")
-
-    def handle_charref(self, name):
-        if not self.skip:
-            self.out.append(f"&#{name};")
-
-    def handle_comment(self, data):
-        pass
-
-    def handle_decl(self, decl):
-        self.out.append(f"<!{decl}>")
-
-    def unknown_decl(self, data):
-        pass
-
-    def handle_pi(self, data):
-        pass
+_HEAD = re.compile(r"<head\b[^>]*>(.*?)</head>", re.S | re.I)
+_BODY = re.compile(r"<body\b([^>]*)>(.*)</body>", re.S | re.I)
+_STYLE = re.compile(r"<style\b[^>]*>(.*?)</style>", re.S | re.I)
+_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title>", re.S | re.I)
+_CSS_FETCH = re.compile(r"@import[^;]*;|url\(\s*(?!['\"]?data:)[^)]*\)", re.I)
 
 
 def sanitize_html(page: str) -> str:
-    """``page`` without scripts, active embeds, forms, event handlers and script URLs."""
-    cleaner = _Cleaner()
-    cleaner.feed(page)
-    cleaner.close()
-    return "".join(cleaner.out)
+    """``page`` rebuilt from an allowlist: the head keeps its title and the style sheets of the
+    page's template (without ``@import`` or a ``url()`` that would fetch); the body is cleaned by
+    nh3 (ammonia's HTML5 parser: scripts, event handlers, ``javascript:``/``data:`` links, forms,
+    frames, ``<base>``, ``<meta>``, SVG and ``<style>`` in the content are gone; text, tables,
+    raster images and MathML stay)."""
+    head = _HEAD.search(page)
+    body = _BODY.search(page)
+    head_html = head.group(1) if head else ""
+    if body is None:                   # a fragment: everything is content
+        inner, classes = (page[head.end():] if head else page), ""
+    else:
+        inner = body.group(2)
+        cls = re.search(r"""class\s*=\s*["']([A-Za-z0-9 _-]*)["']""", body.group(1))
+        classes = f' class="{cls.group(1)}"' if cls else ""
+    title = _TITLE.search(head_html)
+    styles = "".join("<style>" + _CSS_FETCH.sub("", css).replace("</", "<\\/") + "</style>"
+                     for css in _STYLE.findall(head_html))
+    title_html = f"<title>{html.escape(html.unescape(title.group(1)))}</title>" if title else ""
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">{title_html}{styles}</head>'
+            f"<body{classes}>{_clean(inner)}</body></html>\n")
 
 
 def generate(course: Path, lab: str, student: str, *, course_root: str = "") -> Path | None:
