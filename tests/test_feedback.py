@@ -102,3 +102,23 @@ def test_the_allowlist_survives_the_usual_bypasses():
                         "noscript", "animate", "mglyph"}, names
     assert "<p>kept</p>" in clean and '<math display="block"><mi>x</mi><mo>=</mo><mn>2</mn></math>' in clean
     assert ("img", {"src": "data:image/png;base64,AAAA"}) in found
+
+
+def test_equations_become_mathml_that_the_allowlist_keeps_and_prices_and_code_stay():
+    md = ("The gate $a_t = \\tanh(z_a)$ costs $5 or $10; `$x$` is code.\n\n"
+          "$$\\frac{\\partial E}{\\partial W} = \\delta\\, x^T$$")
+    out = feedback.math_to_mathml(md)
+    assert out.count("<math") == 2 and 'display="block"' in out and "<mfrac>" in out
+    assert "$5 or $10" in out and "`$x$`" in out
+    page = feedback.sanitize_html(f"<html><body><div>{out}</div></body></html>")
+    assert "<mfrac>" in page and 'display="block"' in page and "<msub><mi>a</mi><mi>t</mi></msub>" in page
+
+
+def test_the_table_of_contents_names_each_test_and_its_verdict():
+    toc = ('<ul><li><a href="#test_lstm_flops">Test cell</a> (Score: 0.0 / 2.0)</li>\n'
+           '<li><a href="#comment-lstm_flops">Comment</a></li>\n'
+           '<li><a href="#test_sgd_step">Test cell</a> (Score: 2.0 / 2.0)</li></ul>')
+    named = feedback.name_tests(toc)
+    assert "Test cell" not in named and "Comment" not in named
+    assert '<a href="#test_lstm_flops">test_lstm_flops</a>: failed (0 of 2 points)' in named
+    assert '<a href="#test_sgd_step">test_sgd_step</a>: passed (2 of 2 points)' in named

@@ -14,7 +14,13 @@ nbgrader's feedback is an HTML page of the graded notebook. Before it is written
   tables and MathML need; no script, frame, form, ``<base>``, ``<meta>``, event handler,
   ``javascript:`` or ``data:`` link.
 
-Public names: ``TidyOutputs``, ``generate``, ``sanitize_html``, ``scrub_paths``.
+- equations are MathML, converted from the markdown's LaTeX when the page is made (``MathML``,
+  latex2mathml): the page needs no script to show them.
+
+- the table of contents names each test with its points and whether it passed (``name_tests``).
+
+Public names: ``TidyOutputs``, ``MathML``, ``math_to_mathml``, ``name_tests``, ``generate``,
+``sanitize_html``, ``scrub_paths``.
 """
 from __future__ import annotations
 
@@ -157,6 +163,41 @@ def sanitize_html(page: str) -> str:
             f"<body{classes}>{_clean(inner)}</body></html>\n")
 
 
+_DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\s)([^$\n]+?)(?<!\s)\$(?!\d)")
+_CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
+
+
+def math_to_mathml(markdown: str) -> str:
+    """``$$...$$`` and ``$...$`` of a markdown cell as MathML (latex2mathml), so the page shows its
+    equations without MathJax, a script; code spans and blocks are left as they are, and an
+    expression the converter cannot read stays as its LaTeX."""
+    from latex2mathml.converter import convert
+
+    def one(m: re.Match, display: str) -> str:
+        try:
+            return convert(html.unescape(m.group(1)).strip(), display=display)
+        except Exception:  # noqa: BLE001 - unreadable LaTeX is shown as written
+            return m.group(0)
+
+    parts = _CODE.split(markdown)
+    for i in range(0, len(parts), 2):          # the even parts are outside code
+        text = _DISPLAY_MATH.sub(lambda m: "\n\n" + one(m, "block") + "\n\n", parts[i])
+        parts[i] = _INLINE_MATH.sub(lambda m: one(m, "inline"), text)
+    return "".join(parts)
+
+
+class MathML(Preprocessor):
+    """Every markdown cell's LaTeX as MathML (after the student's markdown is sanitized)."""
+
+    enabled = Bool(True)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "markdown":
+            cell.source = math_to_mathml(cell.source)
+        return cell, resources
+
+
 def generate(course: Path, lab: str, student: str, *, course_root: str = "") -> Path | None:
     """nbgrader's feedback for one student of a scratch course (in this process); the page is
     sanitized in place. Returns its path, or None when nbgrader made none."""
@@ -175,7 +216,7 @@ def generate(course: Path, lab: str, student: str, *, course_root: str = "") -> 
     c.CourseDirectory.assignment_id = lab
     c.CourseDirectory.student_id = student
     c.SanitizeHTML.enabled = True
-    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, TidyOutputs, SanitizeHTML,
+    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, TidyOutputs, SanitizeHTML, MathML,
                                         CSSHTMLHeaderPreprocessor]
     converter = GenerateFeedback(coursedir=CourseDirectory(config=c), config=c)
     converter.log.setLevel(logging.ERROR)
@@ -183,8 +224,24 @@ def generate(course: Path, lab: str, student: str, *, course_root: str = "") -> 
     page = course / "feedback" / student / lab / f"{lab}.html"
     if not page.exists():
         return None
-    page.write_text(sanitize_html(scrub_paths(page.read_text(), [course_root, str(course)])))
+    page.write_text(sanitize_html(name_tests(scrub_paths(page.read_text(), [course_root, str(course)]))))
     return page
 
 
-__all__ = ["TidyOutputs", "generate", "sanitize_html", "scrub_paths"]
+_TOC_TEST = re.compile(r'<li><a href="#(?P<gid>[^"]+)">Test cell</a>\s*\(Score: (?P<score>[\d.]+) / (?P<points>[\d.]+)\)</li>')
+_TOC_COMMENT = re.compile(r'\s*<li><a href="#comment-[^"]+">Comment</a></li>')
+
+
+def name_tests(page: str) -> str:
+    """nbgrader's table of contents with each test named, its points and whether it passed (it says
+    "Test cell" and "Comment" by turns otherwise)."""
+    def entry(m: re.Match) -> str:
+        score, points = float(m["score"]), float(m["points"])
+        verdict = "passed" if score >= points else ("failed" if score == 0 else "partly passed")
+        return (f'<li><a href="#{m["gid"]}">{m["gid"]}</a>: {verdict} '
+                f'({score:g} of {points:g} point{"s" if points != 1 else ""})</li>')
+
+    return _TOC_COMMENT.sub("", _TOC_TEST.sub(entry, page))
+
+
+__all__ = ["MathML", "TidyOutputs", "generate", "math_to_mathml", "name_tests", "sanitize_html", "scrub_paths"]
