@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import gpudl
-from gpudl.cuda_model import kernels as K
-from gpudl.cuda_model import occupancy
+from gpudl.cuda_model import kernels as bench_kernels
 from gpudl.cuda_model.checker import CheckLimits, checking, run_kernel
 from gpudl.cuda_model.device import kernel_script, sanitize, sanitizer_path
+from gpudl_instructor.references import lab04 as K          # the lab's kernels: the answers
+from gpudl_instructor.references.lab04 import occupancy
 
 import numba
 from numba import cuda, float32
@@ -202,14 +203,14 @@ def test_a_correct_kernel_passes_and_counts_its_accesses():
     assert rep.warp0["out"]["w"][:4] == [0, 4, 8, 12]       # consecutive lanes, consecutive addresses
 
 
-def test_the_packages_kernels_pass_and_agree_with_numpy():
+def test_the_labs_and_the_benchmarks_kernels_pass_and_agree_with_numpy():
     rng = np.random.default_rng(3)
     x = rng.standard_normal(300).astype(np.float32)
     A, B = rng.standard_normal((20, 37)).astype(np.float32), rng.standard_normal((37, 18)).astype(np.float32)
     b = rng.standard_normal(37).astype(np.float32)
     runs = [(lambda: K.saxpy(1.5, x, x), 1.5 * x + x), (lambda: K.add_bias(A, b), A + b),
             (lambda: K.stencil(x), np.convolve(x, np.ones(7), mode="same")), (lambda: K.matmul(A, B), A @ B),
-            (lambda: K.array_sum(x), x.sum()), (lambda: K.strided_copy(x, 90, 3), x[:270:3])]
+            (lambda: K.array_sum(x), x.sum()), (lambda: bench_kernels.strided_copy(x, 90, 3), x[:270:3])]
     for run, expected in runs:
         with checking(allow_package=True) as report:
             got = run()
@@ -362,6 +363,9 @@ def test_device_functions_numba_dot_cuda_and_votes():
 
 def test_the_packages_kernels_are_refused_in_a_lab():
     with checking() as report:
+        bench_kernels.strided_copy(_vec(), 100, 2)
+    assert report.findings[0].kind == "package kernel"
+    with checking() as report:                             # the references too, where they are installed
         K.saxpy(1.0, _vec(), _vec())
     assert report.findings[0].kind == "package kernel"
 

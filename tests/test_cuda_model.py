@@ -1,5 +1,7 @@
-"""gpudl.cuda_model's pure functions and gpudl.hardware's SM limits, against the lectures' numbers
-and the rules of CUDA's occupancy calculator."""
+"""Lab 04's model (the instructor's references: launch sizes, indices, occupancy, waves, sectors,
+banks) and what the course edition keeps of it (gpudl.cuda_model's tools, gpudl.hardware's SM
+limits, the benchmark's model side), against the lectures' numbers and the rules of CUDA's
+occupancy calculator."""
 from __future__ import annotations
 
 import itertools
@@ -8,10 +10,14 @@ import math
 import numpy as np
 import pytest
 
+import gpudl.cuda_model
 from gpudl import benchmarks, hardware
-from gpudl.cuda_model import (LIMITS, bank_conflicts, column_indices, dim3, global_index, grid_for, grid_size,
-                              idle_threads, linear_index, load_efficiency, occupancy, padded_width, resident_threads,
-                              sectors, strided_addresses, strided_sectors, thread_count, waves)
+from gpudl.benchmarks import cuda_model as bench
+from gpudl.cuda_model import LIMITS, column_indices, dim3, padded_width, resident_threads, strided_addresses, thread_count
+from gpudl_instructor.benchmarks import cuda_occupancy
+from gpudl_instructor.references.lab04 import (bank_conflicts, global_index, grid_for, grid_size, idle_threads,
+                                               launch_shape, linear_index, load_efficiency, occupancy,
+                                               occupancy_triple, sectors, strided_sectors, waves, waves_pair)
 
 
 # --- launch geometry -------------------------------------------------------------------------
@@ -178,13 +184,64 @@ def test_bank_conflicts_and_padding():
         assert bank_conflicts(column_indices(padded_width(width))) == 1
 
 
-# --- the benchmark's CPU form ----------------------------------------------------------------------
+# --- the exercises' shapes ---------------------------------------------------------------------
+
+def test_the_exercise_shaped_references():
+    assert launch_shape(50_000, 256) == (196, 176) and launch_shape(0, 128) == (0, 0)
+    assert occupancy_triple(hardware.sm_limits("V100"), 128, 17, 20) == (
+        16, "warps", {"blocks": 32, "warps": 16, "registers": 21, "shared memory": 384})
+    assert waves_pair(12, 1, 8) == (1.5, 0.75)
+
+
+# --- the course edition holds no answer ------------------------------------------------------------
+
+def test_the_course_edition_keeps_tools_only():
+    gone = {"grid_size", "idle_threads", "global_index", "linear_index", "grid_for", "occupancy", "Occupancy",
+            "waves", "Waves", "sectors", "strided_sectors", "load_efficiency", "bank_conflicts"}
+    modules = [gpudl.cuda_model, gpudl.cuda_model.launch, gpudl.cuda_model.memory, gpudl.cuda_model.occupancy]
+    for module in modules:
+        names = {k for k, v in vars(module).items() if not isinstance(v, type(gpudl))}    # submodules aside
+        assert not gone & names, (module.__name__, sorted(gone & names))
+    import gpudl.cuda_model.kernels as kernels
+    assert {"saxpy", "saxpy_kernel", "add_bias", "stencil", "stencil_kernel", "matmul", "array_sum",
+            "sum_kernel"}.isdisjoint(vars(kernels))
+
+
+# --- the benchmark's model side, and its CPU form --------------------------------------------------
+
+@pytest.mark.parametrize("spec", ["V100", "T4", "A100", "RTX3090", "H100-SXM", "H200"])
+def test_the_staircase_kernel_is_bound_by_shared_memory(spec):
+    occ = occupancy(spec, bench.STAIR_THREADS, 32, bench.STAIR_SHARED)
+    assert occ.limiter == "shared memory" and occ.blocks_per_sm == bench.stair_blocks_per_sm(spec)
+
+
+def test_the_stride_model_is_the_sector_model():
+    for row in bench.stride_rows():
+        assert row["sectors per warp"] == strided_sectors(row["stride"])
+        moved = strided_sectors(row["stride"]) * 32 + 128
+        assert row["model / stride 1"] == pytest.approx(256 / moved)
+    rows = bench.stair_rows(100, 2.0)
+    assert all(r["wave_count"] == waves(r["grid"], 1, 100).wave_count for r in rows)
+    assert all(r["waves"] == round(waves(r["grid"], 1, 100).waves, 3) for r in rows)
+
 
 def test_quick_benchmark_shows_the_model_tables():
     table = benchmarks.run("cuda_model", ["--quick"])
-    lecture = {r["limit"]: r["blocks per SM"] for r in table.rows if r["part"] == "lecture"}
-    assert lecture["registers"] == 21 and lecture["waves of 4,132 blocks on 80 SMs"] == 3.23
+    stairs = [r for r in table.rows if r["part"] == "staircase"]
+    assert stairs and all(r["wave_count"] >= 1 for r in stairs)
     stride = {r["stride"]: r["sectors per warp"] for r in table.rows if r["part"] == "stride"}
     assert stride[1] == 4 and stride[32] == 32
     assert set(table.figures) == {"cuda_model_staircase", "cuda_model_stride"}
     assert "cuda_model" in benchmarks.names()
+
+
+def test_the_instructors_occupancy_benchmark_recomputes_the_lecture():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    cuda_occupancy.add_arguments(parser)
+    table = cuda_occupancy.run(parser.parse_args(["--quick"]))
+    lecture = {r["limit"]: r["blocks per SM"] for r in table.rows if r["part"] == "lecture"}
+    assert lecture["registers"] == 21 and lecture["waves of 4,132 blocks on 80 SMs"] == 3.23
+    assert all(r["agree"] for r in table.rows if r["part"] == "staircase")

@@ -1,35 +1,38 @@
-"""The CUDA model against a GPU: the wave staircase, copy bandwidth vs stride, driver vs gpudl occupancy.
+"""The CUDA model against a GPU: the wave staircase, copy bandwidth vs stride, the driver's occupancy.
 
-On a GPU, three measurements of what ``gpudl.cuda_model`` predicts:
+On a GPU, three measurements of what lecture 04 says:
 
 - **staircase**: a kernel whose every block does the same fixed, latency-bound work (a
-  dependent chain of FMAs, 4 warps per block, 48 KB of dynamic shared memory so an SM holds
+  dependent chain of FMAs, one warp per block, 48 KB of dynamic shared memory so an SM holds
   only a few blocks) timed against grid size. Each wave takes the same time whether full or
-  not, so the time climbs in steps at multiples of one wave, ``blocks_per_sm x SMs``, where
-  ``waves`` puts them; the table gives time / (time of one wave) beside ``wave_count``;
+  not, so the time climbs in steps at multiples of one wave, ``blocks_per_sm x SMs`` blocks
+  with the driver's blocks per SM (``cuOccupancyMaxActiveBlocksPerMultiprocessor``); the table
+  gives time / (time of one wave) beside the waves the grid needs, ``ceil(grid / wave)``;
 - **stride**: ``dst[i] = src[i * stride]`` copies n FP32 values; its useful bandwidth falls
-  with the stride as the sector model says (a warp moves ``strided_sectors(stride)`` sectors
-  of 32 bytes to use 128 bytes), the measured share of the stride-1 bandwidth beside the
+  with the stride as the sector model says (a warp moves the 32-byte sectors its lanes'
+  values lie in to use 128 bytes), the measured share of the stride-1 bandwidth beside the
   model's;
 - **occupancy**: for kernels compiled to several register counts (``max_registers``), block
-  sizes and dynamic shared memory, the driver's ``cuOccupancyMaxActiveBlocksPerMultiprocessor``
-  beside ``gpudl.cuda_model.occupancy`` fed the kernel's registers and shared memory.
+  sizes and dynamic shared memory, the driver's blocks per SM, with the registers and shared
+  memory the compiler reports: what lab 04's occupancy exercise computes from them.
 
-``--quick`` (a CPU, a few seconds) measures nothing: it prints the model's side of the three
-tables for ``--spec`` (default H100-SXM) and the lecture's Nsight Compute example, so the
-rows the GPU run fills are visible.
+``--quick`` (a CPU, a few seconds) measures nothing: it prints the model's side of the
+staircase and the stride tables for ``--spec`` (default H100-SXM), so the rows the GPU run
+fills are visible. The staircase kernel is built so that shared memory is what limits it (one
+warp and few registers per block): without a GPU to ask, its blocks per SM are the SM's
+shared memory over the 48 KB and the driver's reserve of each block.
 """
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 import numpy as np
 
-from ..bench import Table
 from ..cuda_model import memory
-from ..cuda_model.occupancy import occupancy as occupancy_of, waves
-from ..hardware import detect, device, get_spec, sm_limits
+from ..hardware import GPUSpec, detect, device, get_spec, sm_limits
+from ..table import Table
 
 STAIR_THREADS = 32               # one warp per block: four blocks per SM keep each scheduler busy with one
                                   # dependent chain, so co-resident blocks do not slow each other
@@ -50,13 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # --- the model's side -----------------------------------------------------------------------------
 
-def lecture_rows() -> list[dict[str, Any]]:
-    """The lecture's Nsight Compute table, recomputed: 128 threads, 17 registers, 20 bytes, 80-SM Volta."""
-    o = occupancy_of("V100", 128, 17, 20)
-    w = waves(4132, o.blocks_per_sm, get_spec("V100").sms)
-    return [{"part": "lecture", "limit": name, "blocks per SM": int(v)} for name, v in o.limits.items()] + [
-        {"part": "lecture", "limit": f"occupancy ({o.limiter})", "blocks per SM": o.blocks_per_sm},
-        {"part": "lecture", "limit": "waves of 4,132 blocks on 80 SMs", "blocks per SM": round(w.waves, 2)}]
+def stair_blocks_per_sm(spec: GPUSpec | str) -> int:
+    """Blocks of the staircase kernel one SM holds by its shared memory: the largest carve-out
+    over each block's 48 KB plus the driver's reserve (both whole allocation units). The
+    kernel's other resources (one warp, a few registers) allow more."""
+    lim = sm_limits(spec)
+    return lim.shared_memory_per_sm // (STAIR_SHARED + lim.reserved_shared_memory_per_block)
 
 
 def stair_grids(slots: int, max_waves: float) -> list[int]:
@@ -67,11 +69,25 @@ def stair_grids(slots: int, max_waves: float) -> list[int]:
     return sorted(g for g in grids if g <= max_waves * slots + 1)
 
 
+def stair_rows(slots: int, max_waves: float) -> list[dict[str, Any]]:
+    """The staircase the model predicts: for each grid, the waves it needs at ``slots`` blocks a wave."""
+    return [{"part": "staircase", "grid": g, "waves": round(g / slots, 3), "wave_count": math.ceil(g / slots)}
+            for g in stair_grids(slots, max_waves)]
+
+
 def stride_model(stride: int, element_bytes: int = 4) -> float:
     """Share of the stride-1 copy bandwidth the sector model predicts: useful bytes (read
     and written) over moved bytes (the read's sectors, the coalesced write)."""
-    moved = memory.strided_sectors(stride, element_bytes) * memory.SECTOR_BYTES + 32 * element_bytes
-    return (2 * 32 * element_bytes) / moved
+    lanes = memory.strided_addresses(stride, element_bytes)
+    moved = len({a // memory.SECTOR_BYTES for a in lanes}) * memory.SECTOR_BYTES + memory.WARP_SIZE * element_bytes
+    return (2 * memory.WARP_SIZE * element_bytes) / moved
+
+
+def stride_rows() -> list[dict[str, Any]]:
+    """The sector model's side of the stride table."""
+    return [{"part": "stride", "stride": s,
+             "sectors per warp": len({a // memory.SECTOR_BYTES for a in memory.strided_addresses(s)}),
+             "model / stride 1": stride_model(s)} for s in STRIDES]
 
 
 # --- the GPU's side -------------------------------------------------------------------------------
@@ -81,9 +97,9 @@ def staircase(iterations: int = 20_000, max_waves: float = 4.0) -> tuple[list[di
     import torch
     from numba import cuda
 
-    from ..bench import time_cuda
-    from ..cuda_model.device import driver_occupancy, kernel_resources
+    from ..cuda_model.device import driver_occupancy
     from ..cuda_model.kernels import busy_kernel
+    from ..timing import time_cuda
 
     spec = detect()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -91,16 +107,14 @@ def staircase(iterations: int = 20_000, max_waves: float = 4.0) -> tuple[list[di
     busy_kernel[1, STAIR_THREADS, 0, STAIR_SHARED](out, 1)
     cuda.synchronize()
     per_sm = driver_occupancy(busy_kernel, STAIR_THREADS, STAIR_SHARED)
-    res = kernel_resources(busy_kernel)
-    model = occupancy_of(spec, STAIR_THREADS, res["registers"], res["shared_bytes"] + STAIR_SHARED).blocks_per_sm
+    bound = stair_blocks_per_sm(spec)
     slots = per_sm * sms
     rows = []
-    for grid in stair_grids(slots, max_waves):
+    for row in stair_rows(slots, max_waves):
+        grid = row["grid"]
         m = time_cuda(lambda g=grid: busy_kernel[g, STAIR_THREADS, 0, STAIR_SHARED](out, iterations),
                       flush_l2=False, budget_s=0.3, min_runs=5)
-        w = waves(grid, per_sm, sms)
-        rows.append({"part": "staircase", "grid": grid, "waves": round(w.waves, 3), "wave_count": w.wave_count,
-                     "time_us": m.median * 1e6, "blocks/SM driver": per_sm, "blocks/SM gpudl": model})
+        rows.append({**row, "time_us": m.median * 1e6, "blocks/SM driver": per_sm, "blocks/SM by shared memory": bound})
     one_wave = np.median([r["time_us"] for r in rows if r["wave_count"] == 1])
     for r in rows:
         r["time / one wave"] = r["time_us"] / one_wave
@@ -112,10 +126,11 @@ def stride_bandwidth(n: int = 1 << 24) -> list[dict[str, Any]]:
     import torch
     from numba import cuda
 
-    from ..bench import time_cuda
     from ..cuda_model.kernels import copy_kernel
+    from ..timing import time_cuda
 
     rows = []
+    model = {r["stride"]: r for r in stride_rows()}
     dst = cuda.as_cuda_array(torch.empty(n, device="cuda"))
     base = None
     for stride in STRIDES:
@@ -124,8 +139,9 @@ def stride_bandwidth(n: int = 1 << 24) -> list[dict[str, Any]]:
         m = time_cuda(launch, budget_s=0.5)
         gbs = 8 * n / m.median / 1e9
         base = base or gbs
-        rows.append({"part": "stride", "stride": stride, "sectors per warp": memory.strided_sectors(stride),
-                     "useful GB/s": gbs, "measured / stride 1": gbs / base, "model / stride 1": stride_model(stride)})
+        rows.append({"part": "stride", "stride": stride, "sectors per warp": model[stride]["sectors per warp"],
+                     "useful GB/s": gbs, "measured / stride 1": gbs / base,
+                     "model / stride 1": model[stride]["model / stride 1"]})
         del src
     return rows
 
@@ -147,13 +163,13 @@ def _pressure_kernel(max_registers: int):
 
 
 def occupancy_sweep() -> list[dict[str, Any]]:
-    """The driver's blocks per SM beside gpudl's, over register caps, block sizes and dynamic shared memory."""
+    """The driver's blocks per SM over register caps, block sizes and dynamic shared memory, with
+    the registers and static shared memory the compiler reports for each kernel."""
     import torch
     from numba import cuda
 
     from ..cuda_model.device import driver_occupancy, kernel_resources
 
-    spec = detect()
     x = cuda.as_cuda_array(torch.rand(1024, device="cuda"))
     out = cuda.as_cuda_array(torch.empty(1024, device="cuda"))
     rows = []
@@ -164,15 +180,13 @@ def occupancy_sweep() -> list[dict[str, Any]]:
         res = kernel_resources(kernel)
         for threads in SWEEP_THREADS:
             for shared in SWEEP_SHARED:
-                model = occupancy_of(spec, threads, res["registers"], res["shared_bytes"] + shared)
                 try:
                     driver: Any = driver_occupancy(kernel, threads, shared)
-                    agree = driver == model.blocks_per_sm
-                except Exception as exc:  # noqa: BLE001 - a launch the driver refuses: the model must say 0
-                    driver, agree = f"refused ({type(exc).__name__})", model.blocks_per_sm == 0
+                except Exception as exc:  # noqa: BLE001 - a launch the driver refuses
+                    driver = f"refused ({type(exc).__name__})"
                 rows.append({"part": "occupancy", "max_registers": cap, "registers": res["registers"],
-                             "threads": threads, "dynamic shared": shared, "driver": driver,
-                             "gpudl": model.blocks_per_sm, "limiter": model.limiter, "agree": agree})
+                             "threads": threads, "static shared": res["shared_bytes"], "dynamic shared": shared,
+                             "driver": driver})
     return rows
 
 
@@ -218,22 +232,20 @@ def run(args: argparse.Namespace) -> Table:
     parts = {p.strip() for p in args.what.split(",")}
     gpu = device() == "cuda" and not args.quick
     table = Table(title="CUDA model: waves, coalescing, occupancy" + (" (measured)" if gpu else " (model only)"))
-    table.rows.extend(lecture_rows())
     if not gpu:
         spec = get_spec(args.spec)
         lim = sm_limits(spec)
-        per_sm = occupancy_of(spec, STAIR_THREADS, 32, STAIR_SHARED).blocks_per_sm
+        per_sm = stair_blocks_per_sm(spec)
         slots = per_sm * spec.sms
-        stairs = [{"part": "staircase", "grid": g, "waves": round(waves(g, per_sm, spec.sms).waves, 3),
-                   "wave_count": waves(g, per_sm, spec.sms).wave_count} for g in stair_grids(slots, args.max_waves)]
+        stairs = stair_rows(slots, args.max_waves)
         table.rows.extend(stairs[:: max(1, len(stairs) // 12)])
-        strides = [{"part": "stride", "stride": s, "sectors per warp": memory.strided_sectors(s),
-                    "model / stride 1": stride_model(s)} for s in STRIDES]
+        strides = stride_rows()
         table.rows.extend(strides)
         table.figures["cuda_model_staircase"] = staircase_figure(stairs, slots, f"{spec.name}: the model's waves")
         table.figures["cuda_model_stride"] = stride_figure(strides, f"{spec.name}: the sector model")
         table.notes.append(f"model only (no GPU or --quick): {spec.name}, {spec.sms} SMs, {lim.max_warps_per_sm} "
-                           f"warps per SM; the staircase kernel holds {per_sm} blocks per SM, a wave is {slots} blocks")
+                           f"warps per SM; the staircase kernel's 48 KB of shared memory leave room for {per_sm} "
+                           f"blocks per SM, a wave is {slots} blocks")
         return table
     name = detect().name
     if "staircase" in parts:
@@ -250,11 +262,10 @@ def run(args: argparse.Namespace) -> Table:
     if "occupancy" in parts:
         rows = occupancy_sweep()
         table.rows.extend(rows)
-        agree = sum(r["agree"] for r in rows)
-        table.notes.append(f"occupancy: gpudl agrees with cuOccupancyMaxActiveBlocksPerMultiprocessor on {agree} of "
-                           f"{len(rows)} configurations")
+        table.notes.append(f"occupancy: the driver's blocks per SM (cuOccupancyMaxActiveBlocksPerMultiprocessor) for "
+                           f"{len(rows)} configurations of {len(SWEEP_REGISTERS)} kernels")
     return table
 
 
-__all__ = ["add_arguments", "run", "lecture_rows", "stair_grids", "stride_model", "staircase", "stride_bandwidth",
-           "occupancy_sweep", "staircase_figure", "stride_figure"]
+__all__ = ["add_arguments", "run", "stair_blocks_per_sm", "stair_grids", "stair_rows", "stride_model", "stride_rows",
+           "staircase", "stride_bandwidth", "occupancy_sweep", "staircase_figure", "stride_figure"]

@@ -49,6 +49,7 @@ from .launch import dim3
 KINDS = ("package kernel", "launch", "steps", "error", "out of bounds", "barrier", "race", "uninitialized")
 _NOT_ON_GPU = {"package kernel", "launch", "steps", "error", "out of bounds"}
 _PER_KIND = 3                  # findings kept per kind and launch (the rest are counted)
+_PACKAGES = ("gpudl.", "gpudl_instructor.")     # kernels of the package are refused in a lab
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def run_kernel(kernel: Any, grid: Any, block: Any, *args: Any, sharedmem: int = 
                           "an integer)")
         return rep
     report = LaunchReport(name, g, b)
-    if not allow_package and getattr(fn, "__module__", "").startswith("gpudl."):
+    if not allow_package and getattr(fn, "__module__", "").startswith(_PACKAGES):
         report.add("package kernel", f"the launch runs {fn.__module__}.{name}, the package's kernel: the exercise is "
                                      "to write your own")
         report.checked = False
@@ -254,7 +255,7 @@ def checking(limits: CheckLimits | None = None, *, check: bool = True, allow_pac
         else:
             rep = LaunchReport(_kernel_name(self.py_func), tuple(launch_config.griddim),
                                tuple(launch_config.blockdim), checked=False)
-            if not allow_package and self.py_func.__module__.startswith("gpudl."):
+            if not allow_package and self.py_func.__module__.startswith(_PACKAGES):
                 rep.add("package kernel", f"the launch runs {self.py_func.__module__}.{self.py_func.__name__}, the "
                                           "package's kernel: the exercise is to write your own")
         report.launches.append(rep)

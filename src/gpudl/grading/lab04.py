@@ -1,9 +1,17 @@
-"""Checks for lab04_cuda_programming_model.
+"""Checks for lab04_cuda_programming_model: the visible cases, the examples of the released notebook.
 
-Each check takes the student's function and ``hidden=False`` (the examples of the released
-notebook) or ``hidden=True`` (cases from the instructor's secret seed). Model exercises
-(launch shape, global index, occupancy, waves, sectors, banks) are compared with
-``gpudl.cuda_model``'s references, which the student's code may not call.
+``check.NAME(fn)`` runs them; ``check.NAME(fn, hidden=True)`` runs the instructor's hidden cases
+(other sizes, drawn from the grader's secret) when the notebook is graded. Each check is its
+cases and a comparison (``_compare_NAME``) that the hidden cases reuse, so they teach alike.
+
+Where the expected values come from:
+
+- model exercises (launch shape, global index, occupancy, waves, sectors, banks): the values
+  the instructor's references gave for exactly these cases when the lab was released
+  (``gpudl.grading.expected``: ``expected("lab04")``); the course edition holds no code that
+  computes them;
+- kernel exercises: NumPy (``a * x + y``, ``A + b``, ``np.convolve``, ``A @ B``, ``x.sum()``), and
+  the kernel checker for how the kernel got there.
 
 Kernel exercises run the student's host function in the student's process, through the
 ``@student_side`` adapter ``run_kernels``: it builds nothing itself (the arrays arrive as
@@ -21,16 +29,17 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..cuda_model import launch as _launch, memory as _memory
-from ..cuda_model.occupancy import LIMITS as _LIMITS, occupancy as _occupancy_model, waves as _waves_model
+from ..cuda_model import memory as _memory
+from ..cuda_model.occupancy import LIMITS as _LIMITS
 from ..hardware import device, sm_limits
-from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, check_choice, rng,
+from . import (Case, GradingError, assert_close, assert_equal, call_student, check_cases, choice_letters,
                run_student, student_side)
-from .boundary import exercise
+from .boundary import exercise, question
+from .expected import expected
 
 LAB = "lab04"
 
@@ -131,31 +140,28 @@ def _gpu() -> bool:
     return device() == "cuda"
 
 
-def _sanitize(hidden: bool, case: int) -> bool:
+def _sanitize(first_visible: bool) -> bool:
     """compute-sanitizer on a GPU, for the first visible case (``GPUDL_SANITIZE=0`` turns it off)."""
-    return _gpu() and not hidden and case == 0 and os.environ.get("GPUDL_SANITIZE", "1") != "0"
+    return _gpu() and first_visible and os.environ.get("GPUDL_SANITIZE", "1") != "0"
+
+
 
 
 # --- 1. launch shape -----------------------------------------------------------------------------
 
-def _launch_shape_ref(n: int, m: int) -> tuple[int, int]:
-    return (_launch.grid_size(n, m), _launch.idle_threads(n, m))
-
-
 @exercise
-def launch_shape(fn: Callable, hidden: bool = False) -> None:
+def launch_shape(fn: Callable) -> None:
     """``fn(n, threads_per_block)`` -> (blocks, idle threads)."""
     __tracebackhide__ = True
-    if not hidden:
-        cases = [Case((50_000, 256), label="the lecture's vectorAdd: 50,000 elements, 256 threads per block"),
-                 Case((257, 128), label="n = 257, 128 threads per block"),
-                 Case((1024, 256), label="n = 1024, a multiple of 256")]
-    else:
-        g = rng(f"{LAB}.launch_shape")
-        cases = [Case((int(g.integers(1, 10**6)), int(g.choice([32, 64, 96, 128, 256, 512, 1024])))) for _ in range(8)]
-        cases += [Case((1, 1024), label="n = 1"), Case((0, 128), label="n = 0: no blocks at all")]
-    check_cases(fn, _launch_shape_ref, cases, forbid=[_launch.grid_size, _launch.idle_threads],
-                label="the launch shape", compare=_compare_launch)
+    cases = [Case((50_000, 256), label="the lecture's vectorAdd: 50,000 elements, 256 threads per block"),
+             Case((257, 128), label="n = 257, 128 threads per block"),
+             Case((1024, 256), label="n = 1024, a multiple of 256")]
+    _compare_launch_shape(fn, cases, expected(LAB))
+
+
+def _compare_launch_shape(fn: Any, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, ref.launch_shape, cases, label="the launch shape", compare=_compare_launch)
 
 
 def _compare_launch(actual: Any, expected: tuple[int, int]) -> None:
@@ -172,33 +178,27 @@ def _compare_launch(actual: Any, expected: tuple[int, int]) -> None:
 # --- 2. global index -------------------------------------------------------------------------------
 
 @exercise
-def global_index(fn: Callable, hidden: bool = False) -> None:
+def global_index(fn: Callable) -> None:
     """``fn(block_idx, block_dim, thread_idx)`` -> the thread's global (x, y, z)."""
     __tracebackhide__ = True
-    if not hidden:
-        cases = [Case(((2, 0, 0), (8, 1, 1), (5, 0, 0)), label="the lecture's thread 5 of block 2, 8 threads per block"),
-                 Case(((1, 1, 0), (4, 3, 1), (3, 2, 0)), label="block (1, 1) of the lecture's 3 x 2 grid of 4 x 3 blocks"),
-                 Case(((0, 0, 0), (32, 1, 1), (7, 0, 0)), label="block 0: the global index is threadIdx")]
-    else:
-        g = rng(f"{LAB}.global_index")
-        cases = []
-        for _ in range(10):
-            bdim = tuple(int(v) for v in (g.integers(1, 33), g.integers(1, 9), g.integers(1, 5)))
-            cases.append(Case((tuple(int(g.integers(0, 50)) for _ in range(3)), bdim,
-                               tuple(int(g.integers(0, d)) for d in bdim))))
-    check_cases(fn, _launch.global_index, cases, forbid=[_launch.global_index], label="the global index",
-                compare=_compare_index)
-    if not hidden:
-        seen = set()
-        for by in range(2):
-            for bx in range(3):
-                for ty in range(3):
-                    for tx in range(4):
-                        seen.add(tuple(call_student(fn, (bx, by, 0), (4, 3, 1), (tx, ty, 0),
-                                                    forbid=[_launch.global_index], label="the global index")))
-        if len(seen) != 72:
-            raise GradingError(f"the lecture's 3 x 2 blocks of 4 x 3 threads are 72 threads, but your indices take only "
-                               f"{len(seen)} distinct values: two threads would share an element")
+    cases = [Case(((2, 0, 0), (8, 1, 1), (5, 0, 0)), label="the lecture's thread 5 of block 2, 8 threads per block"),
+             Case(((1, 1, 0), (4, 3, 1), (3, 2, 0)), label="block (1, 1) of the lecture's 3 x 2 grid of 4 x 3 blocks"),
+             Case(((0, 0, 0), (32, 1, 1), (7, 0, 0)), label="block 0: the global index is threadIdx")]
+    _compare_global_index(fn, cases, expected(LAB))
+    seen = set()
+    for by in range(2):
+        for bx in range(3):
+            for ty in range(3):
+                for tx in range(4):
+                    seen.add(tuple(call_student(fn, (bx, by, 0), (4, 3, 1), (tx, ty, 0), label="the global index")))
+    if len(seen) != 72:
+        raise GradingError(f"the lecture's 3 x 2 blocks of 4 x 3 threads are 72 threads, but your indices take only "
+                           f"{len(seen)} distinct values: two threads would share an element")
+
+
+def _compare_global_index(fn: Any, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, ref.global_index, cases, label="the global index", compare=_compare_index)
 
 
 def _compare_index(actual: Any, expected: tuple) -> None:
@@ -211,53 +211,51 @@ def _compare_index(actual: Any, expected: tuple) -> None:
 
 # --- 3. SAXPY --------------------------------------------------------------------------------------
 
-def _saxpy_cases(hidden: bool) -> list[tuple[float, np.ndarray, np.ndarray, int]]:
-    g = rng(f"{LAB}.saxpy") if hidden else np.random.default_rng(4)
-    if not hidden:
-        return [(2.0, _f32(g, 257), _f32(g, 257), 128), (0.5, _f32(g, 1000), _f32(g, 1000), 256)]
-    out = []
-    for m in (64, 96, 128):
-        n = int(g.integers(2 * m + 1, 12 * m))
-        n += n % m == 0
-        out.append((float(g.normal()), _f32(g, n), _f32(g, n), m))
-    return out
-
-
 @exercise
-def saxpy(fn: Callable, hidden: bool = False) -> None:
+def saxpy(fn: Callable) -> None:
     """``fn(a, x, y, threads_per_block)`` -> a * x + y, launched with (n + M - 1) // M blocks."""
     __tracebackhide__ = True
-    for i, (a, x, y, m) in enumerate(_saxpy_cases(hidden)):
+    g = np.random.default_rng(4)
+    cases = [(2.0, _f32(g, 257), _f32(g, 257), 128), (0.5, _f32(g, 1000), _f32(g, 1000), 256)]
+    _compare_saxpy(fn, cases, visible=True)
+
+
+def _compare_saxpy(fn: Any, cases: Sequence[tuple], ref: Any = None, *, visible: bool = False) -> None:
+    """Each case (a, x, y, threads_per_block) against NumPy's a * x + y."""
+    __tracebackhide__ = True
+    for i, (a, x, y, m) in enumerate(cases):
         n = len(x)
         what = f"saxpy(a={a:.3g}, n={n}, threads_per_block={m})"
-        data = _run(fn, (a, x, y, m), what, sanitize=_sanitize(hidden, i))
+        data = _run(fn, (a, x, y, m), what, sanitize=_sanitize(visible and i == 0))
         _grid_1d(data, n, what)
         _budget(data, what, reads=2, writes=1, why=": x[i] and y[i]")
         assert_close(_result(data, what), a * x.astype(np.float64) + y, dtype="fp32", k=2, name=f"result of {what}")
-    if _gpu() and hidden:
-        g = rng(f"{LAB}.saxpy.large")
-        n = int(g.integers(1 << 20, 1 << 21))
-        x, y = _f32(g, n), _f32(g, n)
-        data = _run(fn, (1.5, x, y, 256), f"saxpy(n={n}) on the GPU", check=False)
-        assert_close(_result(data, "saxpy"), 1.5 * x.astype(np.float64) + y, dtype="fp32", k=2, name="result")
+
+
+def _compare_saxpy_unchecked(fn: Any, a: float, x: np.ndarray, y: np.ndarray, m: int) -> None:
+    """A large case on a GPU, run for real without the checker (too many threads to check)."""
+    __tracebackhide__ = True
+    data = _run(fn, (a, x, y, m), f"saxpy(n={len(x)}) on the GPU", check=False)
+    assert_close(_result(data, "saxpy"), a * x.astype(np.float64) + y, dtype="fp32", k=2, name="result")
 
 
 # --- 4. a 2-D grid over a matrix ------------------------------------------------------------------
 
-def _bias_cases(hidden: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-    g = rng(f"{LAB}.add_bias") if hidden else np.random.default_rng(5)
-    shapes = [(20, 37), (33, 18)] if not hidden else [(int(g.integers(17, 40)), int(g.integers(17, 50))) for _ in range(2)]
-    return [(_f32(g, r, c), _f32(g, c)) for r, c in shapes]
-
-
 @exercise
-def add_bias(fn: Callable, hidden: bool = False) -> None:
+def add_bias(fn: Callable) -> None:
     """``fn(A, b)`` -> A + b (b added to each row), a 2-D grid with x over columns."""
     __tracebackhide__ = True
-    for i, (A, b) in enumerate(_bias_cases(hidden)):
+    g = np.random.default_rng(5)
+    _compare_add_bias(fn, [(_f32(g, r, c), _f32(g, c)) for r, c in [(20, 37), (33, 18)]], visible=True)
+
+
+def _compare_add_bias(fn: Any, cases: Sequence[tuple], ref: Any = None, *, visible: bool = False) -> None:
+    """Each case (A, b) against NumPy's A + b; the grid must cover A with x over its columns."""
+    __tracebackhide__ = True
+    for i, (A, b) in enumerate(cases):
         rows, cols = A.shape
         what = f"add_bias on a {rows} x {cols} matrix"
-        data = _run(fn, (A, b), what, sanitize=_sanitize(hidden, i))
+        data = _run(fn, (A, b), what, sanitize=_sanitize(visible and i == 0))
         launch = data["report"]["launches"][0]
         (gx, gy, _), (bx, by, _) = launch["grid"], launch["block"]
         if gx * bx < cols or gy * by < rows:
@@ -277,10 +275,13 @@ def _coalesced(launch: dict, cols: int, itemsize: int, what: str) -> None:
         return
     step = written[0]["w"][1] - written[0]["w"][0]
     if step == cols * itemsize:
+        row_bytes, warp_bytes = cols * itemsize, _memory.WARP_SIZE * itemsize
+        spread = (f"{row_bytes} bytes apart, each in a {_memory.SECTOR_BYTES}-byte sector of its own"
+                  if row_bytes >= _memory.SECTOR_BYTES else f"{row_bytes} bytes apart")
         raise GradingError(f"{what}: right values, but threads 0 and 1 of a warp (threadIdx.x = 0, 1) write elements "
-                           f"one row apart: a warp touches "
-                           f"{_memory.strided_sectors(cols, itemsize)} sectors of 32 bytes instead of "
-                           f"{_memory.strided_sectors(1, itemsize)}. Map x to columns, y to rows")
+                           f"one row apart: a warp's 32 accesses lie {spread}, where along a row its "
+                           f"{warp_bytes} bytes fill {warp_bytes // _memory.SECTOR_BYTES} sectors. Map x to columns, "
+                           "y to rows")
 
 
 # --- 5. the radius-3 stencil ----------------------------------------------------------------------
@@ -288,20 +289,26 @@ def _coalesced(launch: dict, cols: int, itemsize: int, what: str) -> None:
 RADIUS = 3
 
 
-def _stencil_ref(x: np.ndarray) -> np.ndarray:
+def _convolved(x: np.ndarray) -> np.ndarray:
+    """NumPy's answer: the sum of the 2 * RADIUS + 1 inputs around each element, zeros beyond the ends."""
     return np.convolve(x.astype(np.float64), np.ones(2 * RADIUS + 1), mode="same")
 
 
 @exercise
-def stencil(fn: Callable, hidden: bool = False) -> None:
+def stencil(fn: Callable) -> None:
     """``fn(x)`` -> out[i] = x[i-3] + ... + x[i+3] (zeros beyond the ends), with shared memory."""
     __tracebackhide__ = True
-    g = rng(f"{LAB}.stencil") if hidden else np.random.default_rng(6)
-    sizes = [200, 67] if not hidden else [int(g.integers(130, 400)), int(g.integers(4, 60))]
-    for i, n in enumerate(sizes):
-        x = _f32(g, n)
+    g = np.random.default_rng(6)
+    _compare_stencil(fn, [_f32(g, n) for n in (200, 67)], visible=True)
+
+
+def _compare_stencil(fn: Any, cases: Sequence[np.ndarray], ref: Any = None, *, visible: bool = False) -> None:
+    """Each case x against np.convolve; at most 3 global reads per thread, and a barrier."""
+    __tracebackhide__ = True
+    for i, x in enumerate(cases):
+        n = len(x)
         what = f"stencil on n = {n}"
-        data = _run(fn, (x,), what, sanitize=_sanitize(hidden, i))
+        data = _run(fn, (x,), what, sanitize=_sanitize(visible and i == 0))
         _grid_1d(data, n, what)
         _budget(data, what, reads=3, writes=1,
                 why=(": a thread loads its own element and at most two of the halo into shared memory, then reads "
@@ -310,7 +317,7 @@ def stencil(fn: Callable, hidden: bool = False) -> None:
         if launch["intervals"] < 2:
             raise GradingError(f"{what}: right values, but the kernel never waits at cuda.syncthreads(): threads read "
                                "what other threads put in shared memory, so they must wait until it is there")
-        assert_close(_result(data, what), _stencil_ref(x), dtype="fp32", k=7, name=f"result of {what}")
+        assert_close(_result(data, what), _convolved(x), dtype="fp32", k=7, name=f"result of {what}")
 
 
 # --- 6. tiled matrix product --------------------------------------------------------------------------
@@ -319,16 +326,20 @@ TILE = 16
 
 
 @exercise
-def matmul(fn: Callable, hidden: bool = False) -> None:
+def matmul(fn: Callable) -> None:
     """``fn(A, B)`` -> A @ B from TILE x TILE shared-memory tiles."""
     __tracebackhide__ = True
-    g = rng(f"{LAB}.matmul") if hidden else np.random.default_rng(7)
-    shapes = [(20, 27, 18)] if not hidden else [(int(g.integers(17, 30)), int(g.integers(17, 32)),
-                                                 int(g.integers(17, 30)))]
-    for i, (m, k, n) in enumerate(shapes):
-        A, B = _f32(g, m, k), _f32(g, k, n)
+    g = np.random.default_rng(7)
+    _compare_matmul(fn, [(_f32(g, m, k), _f32(g, k, n)) for m, k, n in [(20, 27, 18)]], visible=True)
+
+
+def _compare_matmul(fn: Any, cases: Sequence[tuple], ref: Any = None, *, visible: bool = False) -> None:
+    """Each case (A, B) against NumPy's A @ B; 2 ceil(k / TILE) global reads per thread at most."""
+    __tracebackhide__ = True
+    for i, (A, B) in enumerate(cases):
+        (m, k), n = A.shape, B.shape[1]
         what = f"matmul of ({m} x {k}) @ ({k} x {n})"
-        data = _run(fn, (A, B), what, sanitize=_sanitize(hidden, i))
+        data = _run(fn, (A, B), what, sanitize=_sanitize(visible and i == 0))
         tiles = -(-k // TILE)
         _budget(data, what, reads=2 * tiles, writes=1,
                 why=f": with {tiles} tiles along k a thread loads one element of A and one of B per tile "
@@ -343,15 +354,20 @@ def matmul(fn: Callable, hidden: bool = False) -> None:
 # --- 7. sum of an array ----------------------------------------------------------------------------
 
 @exercise
-def array_sum(fn: Callable, hidden: bool = False) -> None:
+def array_sum(fn: Callable) -> None:
     """``fn(x)`` -> sum(x): a shared-memory tree per block, then one atomic (or a second pass) per block."""
     __tracebackhide__ = True
-    g = rng(f"{LAB}.array_sum") if hidden else np.random.default_rng(8)
-    sizes = [1000, 77] if not hidden else [int(g.integers(300, 1500)), int(g.integers(2, 120))]
-    for i, n in enumerate(sizes):
-        x = _f32(g, n)
+    g = np.random.default_rng(8)
+    _compare_array_sum(fn, [_f32(g, n) for n in (1000, 77)], visible=True)
+
+
+def _compare_array_sum(fn: Any, cases: Sequence[np.ndarray], ref: Any = None, *, visible: bool = False) -> None:
+    """Each case x against NumPy's sum; at most one atomic addition per block."""
+    __tracebackhide__ = True
+    for i, x in enumerate(cases):
+        n = len(x)
         what = f"array_sum on n = {n}"
-        data = _run(fn, (x,), what, sanitize=_sanitize(hidden, i))
+        data = _run(fn, (x,), what, sanitize=_sanitize(visible and i == 0))
         for launch in data["report"]["launches"]:
             blocks = math.prod(launch["grid"])
             atomics = sum(launch["atomics"].values())
@@ -369,44 +385,26 @@ def array_sum(fn: Callable, hidden: bool = False) -> None:
 
 # --- 8. occupancy --------------------------------------------------------------------------------
 
-_OCC_VISIBLE = [("V100", 128, 17, 20), ("A100", 256, 32, 40_000), ("H100-SXM", 100, 40, 10_000)]
-
-
-def _occupancy_ref(limits: Any, threads: int, registers: int, shared: int) -> tuple[int, str, dict]:
-    occ = _occupancy_model(limits, threads, registers, shared)
-    return occ.blocks_per_sm, occ.limiter, {k: int(v) for k, v in occ.limits.items()}
-
-
-def _occupancy_cases(hidden: bool) -> list[Case]:
-    if not hidden:
-        labels = ["the lecture's Nsight Compute table (80-SM Volta)", "an A100 kernel",
-                  "an H100 kernel whose last warp is partial"]
-        return [Case((sm_limits(name), t, r, s), label=f"{lab}: {t} threads, {r} registers, {s} bytes of shared memory")
-                for (name, t, r, s), lab in zip(_OCC_VISIBLE, labels)]
-    g = rng(f"{LAB}.occupancy")
-    cases = []
-    while len(cases) < 8:
-        name = str(g.choice(["V100", "T4", "A100", "RTX3090", "H100-SXM"]))
-        lim = sm_limits(name)
-        t = int(g.integers(1, lim.max_threads_per_block + 1))
-        r = int(g.integers(8, 129))
-        s = int(g.integers(1, 24 * 1024))
-        occ = _occupancy_model(lim, t, r, s)
-        if occ.blocks_per_sm == 0 or len(occ.limiters) > 1:
-            continue                       # a launch that cannot run, or a tie: not this exercise
-        cases.append(Case((lim, t, r, s), label=f"{name}: {t} threads, {r} registers, {s} bytes of shared memory"))
-    return cases
+_OCC_VISIBLE = [("V100", 128, 17, 20, "the lecture's Nsight Compute table (80-SM Volta)"),
+                ("A100", 256, 32, 40_000, "an A100 kernel"),
+                ("H100-SXM", 100, 40, 10_000, "an H100 kernel whose last warp is partial")]
 
 
 @exercise
-def occupancy(fn: Callable, hidden: bool = False) -> None:
+def occupancy(fn: Callable) -> None:
     """``fn(limits, threads_per_block, registers_per_thread, shared_bytes)`` -> (blocks, limiter, limits)."""
     __tracebackhide__ = True
-    check_cases(fn, _occupancy_ref, _occupancy_cases(hidden), forbid=[_occupancy_model], label="occupancy",
-                compare=_compare_occupancy)
+    cases = [Case((sm_limits(name), t, r, s), label=f"{lab}: {t} threads, {r} registers, {s} bytes of shared memory")
+             for name, t, r, s, lab in _OCC_VISIBLE]
+    _compare_occupancy(fn, cases, expected(LAB))
 
 
-def _compare_occupancy(actual: Any, expected: tuple[int, str, dict]) -> None:
+def _compare_occupancy(fn: Any, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, ref.occupancy_triple, cases, label="occupancy", compare=_compare_limits)
+
+
+def _compare_limits(actual: Any, expected: tuple[int, str, dict]) -> None:
     if not isinstance(actual, (tuple, list)) or len(actual) != 3 or not isinstance(actual[2], dict):
         raise GradingError(f"return (blocks_per_sm, limiter, limits) with limits a dict, got {actual!r}")
     blocks, limiter, limits = actual
@@ -430,24 +428,19 @@ def _compare_occupancy(actual: Any, expected: tuple[int, str, dict]) -> None:
 
 # --- 9. waves ----------------------------------------------------------------------------------------
 
-def _waves_ref(grid: int, blocks_per_sm: int, sms: int) -> tuple[float, float]:
-    w = _waves_model(grid, blocks_per_sm, sms)
-    return (w.waves, w.efficiency)
-
-
 @exercise
-def waves(fn: Callable, hidden: bool = False) -> None:
+def waves(fn: Callable) -> None:
     """``fn(grid, blocks_per_sm, sms)`` -> (waves, efficiency)."""
     __tracebackhide__ = True
-    if not hidden:
-        cases = [Case((4132, 16, 80), label="the lecture's 4,132 blocks, 16 per SM, 80 SMs"),
-                 Case((12, 1, 8), label="the lecture's 12 blocks on 8 SMs, one block per SM"),
-                 Case((1056, 8, 132), label="exactly one wave on an H100")]
-    else:
-        g = rng(f"{LAB}.waves")
-        cases = [Case((int(g.integers(1, 20_000)), int(g.integers(1, 33)), int(g.choice([56, 80, 108, 114, 132]))))
-                 for _ in range(8)]
-    check_cases(fn, _waves_ref, cases, forbid=[_waves_model], label="waves", compare=_compare_pair,
+    cases = [Case((4132, 16, 80), label="the lecture's 4,132 blocks, 16 per SM, 80 SMs"),
+             Case((12, 1, 8), label="the lecture's 12 blocks on 8 SMs, one block per SM"),
+             Case((1056, 8, 132), label="exactly one wave on an H100")]
+    _compare_waves(fn, cases, expected(LAB))
+
+
+def _compare_waves(fn: Any, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, ref.waves_pair, cases, label="waves", compare=_compare_pair,
                 names=("waves", "efficiency"),
                 hints={"waves": "a wave is blocks_per_sm x sms blocks, not sms blocks",
                        "efficiency": "grid / (number of waves, rounded up, x blocks per wave)"})
@@ -470,22 +463,20 @@ def _warp(stride: int, itemsize: int, offset: int = 0) -> list[int]:
 
 
 @exercise
-def sectors(fn: Callable, hidden: bool = False) -> None:
+def sectors(fn: Callable) -> None:
     """``fn(addresses, access_bytes)`` -> distinct 32-byte sectors a warp's accesses touch."""
     __tracebackhide__ = True
-    if not hidden:
-        cases = [Case((_warp(1, 4), 4), label="32 consecutive FP32 values (stride 1)"),
-                 Case((_warp(2, 4), 4), label="FP32 with stride 2"),
-                 Case((_warp(32, 4), 4), label="FP32 with stride 32"),
-                 Case(([5], 1), label="one thread reading one byte: the lecture's 32 B fetched to use 1 B"),
-                 Case((_warp(1, 4, offset=4), 4), label="stride 1 starting one element past a sector boundary")]
-    else:
-        g = rng(f"{LAB}.sectors")
-        cases = [Case((_warp(int(g.integers(1, 40)), int(b), int(g.integers(0, 64))), int(b)))
-                 for b in g.choice([1, 2, 4, 8], size=6)]
-        cases.append(Case(([int(v) for v in g.integers(0, 1 << 16, size=32)], 4), label="32 scattered addresses"))
-    check_cases(fn, _memory.sectors, cases, forbid=[_memory.sectors, _memory.strided_sectors], label="sectors",
-                compare=_compare_count, what="sectors",
+    cases = [Case((_warp(1, 4), 4), label="32 consecutive FP32 values (stride 1)"),
+             Case((_warp(2, 4), 4), label="FP32 with stride 2"),
+             Case((_warp(32, 4), 4), label="FP32 with stride 32"),
+             Case(([5], 1), label="one thread reading one byte: the lecture's 32 B fetched to use 1 B"),
+             Case((_warp(1, 4, offset=4), 4), label="stride 1 starting one element past a sector boundary")]
+    _compare_sectors(fn, cases, expected(LAB))
+
+
+def _compare_sectors(fn: Any, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, ref.sectors, cases, label="sectors", compare=_compare_count, what="sectors",
                 hint="count the distinct 32-byte blocks (address // 32) touched, not the elements")
 
 
@@ -501,42 +492,48 @@ def _compare_count(actual: Any, expected: int, what: str, hint: str) -> None:
 # --- 11. bank conflicts --------------------------------------------------------------------------
 
 @exercise
-def bank_conflicts(fn: Callable, hidden: bool = False) -> None:
+def bank_conflicts(fn: Callable) -> None:
     """``fn(word_indices)`` -> the degree of conflict of a warp's shared-memory access."""
     __tracebackhide__ = True
-    if not hidden:
-        cases = [Case((list(range(32)),), label="32 consecutive words"),
-                 Case(([2 * t for t in range(32)],), label="stride 2"),
-                 Case((_memory.column_indices(32),), label="a column of a 32 x 32 tile"),
-                 Case((_memory.column_indices(33),), label="a column of the tile padded to 33 words per row"),
-                 Case(([7] * 32,), label="every thread reads the same word (a broadcast)")]
-    else:
-        g = rng(f"{LAB}.bank_conflicts")
-        cases = [Case(([int(v) * int(s) for v in range(32)],)) for s in g.integers(1, 70, size=5)]
-        cases += [Case(([int(v) for v in g.integers(0, 256, size=32)],), label="32 random words")]
-    check_cases(fn, _memory.bank_conflicts, cases, forbid=[_memory.bank_conflicts], label="bank conflicts",
-                compare=_compare_count, what="-way conflict",
+    cases = [Case((list(range(32)),), label="32 consecutive words"),
+             Case(([2 * t for t in range(32)],), label="stride 2"),
+             Case((_memory.column_indices(32),), label="a column of a 32 x 32 tile"),
+             Case((_memory.column_indices(33),), label="a column of the tile padded to 33 words per row"),
+             Case(([7] * 32,), label="every thread reads the same word (a broadcast)")]
+    _compare_bank_conflicts(fn, cases, expected(LAB))
+
+
+def _compare_bank_conflicts(fn: Any, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, ref.bank_conflicts, cases, label="bank conflicts", compare=_compare_count,
+                what="-way conflict",
                 hint="the most *different* words in one bank (word % 32); threads reading one word share it")
 
 
 # --- 12. questions -----------------------------------------------------------------------------------
+# The visible check says whether the answer is one letter of those offered; which letter is right
+# is the hidden check's to say (four letters would be four tries).
 
-_LIMITER_ANSWER = "affb7d9d3f857c5beeb58e08d7dffe1e"
-_STRIDE_ANSWER = "3346c76e3764bbeb303b43e15a7e118e"
+def _one_letter(answer: Any, name: str, allowed: str = "ABCD") -> str:
+    __tracebackhide__ = True
+    letters = choice_letters(answer, allowed)
+    if len(letters) != 1:
+        raise GradingError(f"set {name} to one letter of {', '.join(allowed)}, got {answer!r}")
+    return letters
 
 
 @exercise
+@question
 def limiter_question(answer: Any) -> None:
     __tracebackhide__ = True
-    check_choice(LAB, answer, "ABCD", _LIMITER_ANSWER, "compute each limit: 8 warps per block; 64 registers x 32 "
-                 "= 2,048 per warp; 4,096 + 1,024 bytes of shared memory per block on an A100", question="limiter")
+    _one_letter(answer, "LIMITER_ANSWER")
 
 
 @exercise
+@question
 def stride_question(answer: Any) -> None:
     __tracebackhide__ = True
-    check_choice(LAB, answer, "ABCD", _STRIDE_ANSWER, "how many 32-byte sectors does one warp's load touch at "
-                 "stride 32, and how many of their bytes does it use?", question="stride")
+    _one_letter(answer, "STRIDE_ANSWER")
 
 
 __all__ = ["run_kernels", "launch_shape", "global_index", "saxpy", "add_bias", "stencil", "matmul", "array_sum",
