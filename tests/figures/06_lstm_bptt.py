@@ -34,15 +34,15 @@ FIGURES = [
     Figure("is $U^T \\delta gates_0$ = -0.00343", -0.00343, lambda ns: ns["printed"]["delta_out_prev_0"]),
     # The dE/db_o label slip
     Figure("gives the **f** row, -0.00631", -0.00631, lambda ns: ns["bias_grad_numeric"]["f"], rtol=2e-3),
-    Figure("gives the **f** row, -0.00631", -0.00631, lambda ns: ns["grads"][5][2], rtol=2e-3),
+    Figure("gives the **f** row, -0.00631", -0.00631, lambda ns: ns["grads"]["b"][2], rtol=2e-3),
     Figure("the output gate's row is about -0.0536", -0.0536, lambda ns: ns["bias_grad_numeric"]["o"], rtol=2e-3),
     Figure("learning rate 0.1", 0.1, lambda ns: ns["ex"]["lr"]),
     # 6. The forget gate's bias
     Figure("set the forget gate's bias to 0 (f around 0.5)", 0.5, lambda ns: _sigmoid(0)),
     Figure("or to 3 (f around 0.95)", 0.95, lambda ns: _sigmoid(3), rtol=0.01),
     # 7. Where the GEMMs are
-    Figure("a `(16, 128) x (128, 512)` product", 16, lambda ns: ns["args32"][0].shape[1]),
-    Figure("a `(16, 128) x (128, 512)` product", 128, lambda ns: ns["args32"][4].shape[1]),
-    Figure("a `(16, 128) x (128, 512)` product", 512, lambda ns: ns["args32"][4].shape[0]),
+    Figure("a `(16, 128) x (128, 512)` product", 16, lambda ns: ns["h32"].shape[0]),
+    Figure("a `(16, 128) x (128, 512)` product", 128, lambda ns: ns["U32"].shape[1]),
+    Figure("a `(16, 128) x (128, 512)` product", 512, lambda ns: ns["U32"].shape[0]),
     Figure("an H100's 132 SMs", 132, lambda ns: hardware.SPECS["H100-SXM"].sms),
 ]

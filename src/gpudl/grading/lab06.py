@@ -1,21 +1,27 @@
-"""Checks for lab06_lstm_bptt.
+"""Checks for lab06_lstm_bptt: the visible cases.
 
-Each check takes the student's function and ``hidden=False`` (the public cases shown in the
-released notebook) or ``hidden=True`` (cases drawn from the instructor's secret seed, plus edge
-cases). Three kinds of expected answers:
+Each check takes the student's function and runs the public cases shown in the released
+notebook; ``check.NAME(fn, hidden=True)`` runs the instructor's hidden cases
+(``gpudl_instructor.checks.lab06``), which reuse the comparisons here (``_compare_*``) with the
+live references. The expected answers of the visible cases come from:
 
 - the lecture's worked example, to the digits the slides print (``gpudl.lstm.lecture_printed``),
   within ``LECTURE_TOL`` because the slides round every intermediate;
-- independent oracles for gradients: central differences of the forward pass (float64) and
-  ``torch.nn.LSTM``'s autograd with the same weights;
-- the package's reference (``gpudl.lstm``), which the student's code may not call.
+- ``torch.nn.LSTM`` holding the same weights (``gpudl.lstm.torch_lstm``, ``torch_lstm_call``):
+  its autograd for the gradients of one step and of the sequence, its forward for the
+  conversion to torch's layout;
+- the values the references returned on these cases when the lab was released
+  (``expected("lab06")``, ``gpudl.grading.expected``): the caches, the FLOP counts, the update
+  of a random case, the training step.
 
 An exercise that calls an earlier one (the sequence forward calls ``lstm_cell_forward``) is
-checked with the package's version of the earlier function put in its place for the duration
-of the check, so a mistake in one exercise costs that exercise's points only. That swap happens
-in the student's namespace, so it is done by a ``@student_side`` adapter
-(``_with_package_versions``) around the call; everything else crosses as plain data (arrays,
-and the caches as dicts of arrays).
+checked with the expected results of the earlier function put in its place for the duration
+of the check, so a mistake in one exercise costs that exercise's points only. The stand-in
+(``_StandIn``, a ``Replay`` of the calls a correct solution makes on the case) answers exactly
+those calls, and any other call with a message that names the argument that differs. The swap
+happens in the student's namespace, so it is done by a ``@student_side`` adapter
+(``_with_replays``) around the call; everything else crosses as plain data (arrays, and the
+caches as dicts of arrays).
 """
 from __future__ import annotations
 
@@ -26,8 +32,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .. import lstm
-from . import (Case, GradingError, assert_close, call_student, check_cases, check_choice, exercise, numerical_gradient,
-               rng, run_student, student_side, tolerance)
+from . import (Case, GradingError, assert_close, call_student, check_cases, choice_letters, exercise,
+               numerical_gradient, question, run_student, student_side, tolerance)
+from .expected import Replay, expected, same
 
 LAB = "lab06"
 LECTURE_TOL = 1e-4
@@ -36,7 +43,10 @@ CACHE_KEYS = ("x", "h_prev", "c_prev", "a", "i", "f", "o", "c", "W", "U")
 GRAD_NAMES = ("dx", "dh_prev", "dc_prev", "dW", "dU", "db")
 SEQ_GRAD_NAMES = ("dx", "dh0", "dc0", "dW", "dU", "db")
 AUTOGRAD = ("torch.autograd.grad", "torch.autograd.backward")
-TORCH_LSTM = ("torch.nn.LSTM", "torch.nn.LSTMCell")
+TORCH_LSTM = ("torch.nn.LSTM", "torch.nn.LSTMCell", "torch.lstm", "torch.lstm_cell")
+TORCH_TOOLS = ("gpudl.lstm.torch_lstm", "gpudl.lstm.torch_lstm_call")     # torch.nn.LSTM holding our weights
+TORCH_TOL = {"rtol": 1e-9, "atol": 0.0, "floor": 1e-11}        # against autograd: rounding only
+NUMERIC_TOL = {"rtol": 1e-6, "atol": 0.0, "floor": 1e-7}       # central differences: ~1e-10 |L| / eps
 
 _GRAD_HINTS = {
     "dx": "dx = dz W, with dz the (N, 4H) gate gradients stacked a, i, f, o",
@@ -126,58 +136,6 @@ def _compare_grads(actual: Sequence[Any], expected: Sequence[Any], names: Sequen
             raise GradingError(f"{where}:\n{exc}" + (f"\nhint: {hint}" if hint else "")) from None
 
 
-@contextlib.contextmanager
-def _with_package(fn: Callable, **substitutes: Callable) -> Iterator[None]:
-    """Put the package's versions of earlier exercises in the student's namespace while ``fn``
-    is checked (and restore the student's own afterwards)."""
-    namespace = getattr(fn, "__globals__", None)
-    saved: dict[str, Any] = {}
-    if isinstance(namespace, dict):
-        for name, sub in substitutes.items():
-            if name in namespace:
-                saved[name] = namespace[name]
-                namespace[name] = sub
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            namespace[name] = value
-
-
-# The package's versions of the lab's functions, called from this module (so the guard, which
-# refuses calls of a forbidden reference from the student's code, lets them through).
-def _pkg_cell_forward(x_t, h_prev, c_prev, W, U, b):
-    return lstm.lstm_cell_forward(x_t, h_prev, c_prev, W, U, b)
-
-
-def _pkg_cell_backward(dh, dc, cache):
-    return lstm.lstm_cell_backward(dh, dc, cache)
-
-
-def _pkg_forward(x, h0, c0, W, U, b):
-    return lstm.lstm_forward_stepwise(x, h0, c0, W, U, b)
-
-
-def _pkg_backward(dout, caches, dh_last=None, dc_last=None):
-    return lstm.lstm_backward_stepwise(dout, caches, dh_last, dc_last)
-
-
-def _pkg_sgd_step(params, grads, lr):
-    return lstm.sgd_step(params, grads, lr)
-
-
-_PACKAGE_VERSIONS = {"lstm_cell_forward": _pkg_cell_forward, "lstm_cell_backward": _pkg_cell_backward,
-                     "lstm_forward": _pkg_forward, "lstm_backward": _pkg_backward, "sgd_step": _pkg_sgd_step}
-
-
-@student_side
-def _with_package_versions(fn: Callable, names: Sequence[str], *args: Any) -> Any:
-    """(Student side) ``fn(*args)`` with the package's versions of the earlier exercises
-    ``names`` in the student's namespace for the duration of the call."""
-    with _with_package(fn, **{name: _PACKAGE_VERSIONS[name] for name in names}):
-        return fn(*args)
-
-
 def _random_lstm(g: np.random.Generator, T: int, N: int, D: int, H: int, scale: float = 1.0,
                  zero_state: bool = False) -> tuple[np.ndarray, ...]:
     x = g.standard_normal((T, N, D))
@@ -193,45 +151,267 @@ def _lecture_args() -> tuple[dict, tuple]:
     return e, (e["x"], e["h0"], e["c0"], e["W"], e["U"], e["b"])
 
 
+# --- torch.nn.LSTM's autograd: the oracle of the gradients ------------------------------------------
+
+def _torch_autograd(args: Sequence[np.ndarray], dout: np.ndarray, dh_last: np.ndarray,
+                    dc_last: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``dx, dh0, dc0, dW, dU, db`` (our order) of ``L = <dout, out> + <dh_last, h_T> +
+    <dc_last, c_T>`` through torch.nn.LSTM with the weights ``args[3:]`` (float64, CPU)."""
+    import torch
+
+    tensors = [torch.tensor(np.asarray(v, dtype=float), requires_grad=True) for v in args]
+    out, (h_T, c_T) = lstm.torch_lstm_call(*tensors)
+    loss = ((out * torch.tensor(dout)).sum() + (h_T * torch.tensor(dh_last)).sum()
+            + (c_T * torch.tensor(dc_last)).sum())
+    loss.backward()
+    return tuple(t.grad.numpy() for t in tensors)
+
+
+def _torch_step(x_t, h_prev, c_prev, W, U, b, dh, dc) -> tuple[np.ndarray, ...]:
+    """One step's ``dx, dh_prev, dc_prev, dW, dU, db`` (``L = <dh, h> + <dc, c>``) by autograd."""
+    dx, dh_prev, dc_prev, dW, dU, db = _torch_autograd((x_t[None], h_prev, c_prev, W, U, b), dh[None],
+                                                       np.zeros_like(dh), dc)
+    return dx[0], dh_prev, dc_prev, dW, dU, db
+
+
+# --- the expected earlier exercises, in the student's namespace --------------------------------------
+
+# The parameters of the functions a later exercise may call, as the lab writes them.
+_SIGNATURES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "lstm_cell_forward": (("x_t", "h_prev", "c_prev", "W", "U", "b"), {}),
+    "lstm_cell_backward": (("dh", "dc", "cache"), {}),
+    "lstm_forward": (("x", "h0", "c0", "W", "U", "b"), {}),
+    "lstm_backward": (("dout", "caches", "dh_last", "dc_last"), {"dh_last": None, "dc_last": None}),
+    "sgd_step": (("params", "grads", "lr"), {}),
+}
+
+
+class _StandIn:
+    """The expected ``name`` for one check's case: a ``Replay`` of the calls a correct solution
+    makes (``entries``), reached with every argument bound to its parameter (defaults filled
+    in, a scalar or array-like where an array is recorded made that array). A call that is not
+    among them raises ``GradingError`` naming the arguments that differ from the closest
+    recorded call, with ``hints[param]`` (or ``hints["param[key]"]`` for a dict's entry)."""
+
+    def __init__(self, name: str, entries: Sequence[Sequence[Any]], labels: Sequence[str], hints: Mapping[str, str],
+                 caller: str):
+        self.__name__ = name
+        self._params, self._defaults = _SIGNATURES[name]
+        self._entries = [tuple(a) for a, _, _ in entries]
+        self._replay = Replay(name, entries)
+        self._labels = list(labels) or [""] * len(self._entries)
+        self._hints = dict(hints)
+        self._caller = caller
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        bound = self._bind(args, kwargs)
+        try:
+            return self._replay(*bound)
+        except GradingError:
+            raise GradingError(self._explain(bound)) from None
+
+    def __repr__(self) -> str:
+        return f"<the expected {self.__name__} for this check's case>"
+
+    def _bind(self, args: tuple, kwargs: Mapping[str, Any]) -> tuple:
+        params, defaults = self._params, self._defaults
+        if len(args) > len(params):
+            raise TypeError(f"{self.__name__}() takes {len(params)} arguments ({', '.join(params)}), got {len(args)}")
+        values = dict(zip(params, args))
+        for key, value in kwargs.items():
+            if key not in params:
+                raise TypeError(f"{self.__name__}() got an unexpected keyword argument {key!r}")
+            if key in values:
+                raise TypeError(f"{self.__name__}() got multiple values for {key!r}")
+            values[key] = value
+        missing = [p for p in params if p not in values and p not in defaults]
+        if missing:
+            raise TypeError(f"{self.__name__}() is missing {', '.join(missing)}")
+        return tuple(self._like_recorded(pos, values.get(p, defaults.get(p))) for pos, p in enumerate(params))
+
+    def _like_recorded(self, pos: int, value: Any) -> Any:
+        if hasattr(value, "detach"):
+            value = value.detach().cpu().numpy()
+        recorded = [a[pos] for a in self._entries]
+        if value is None or isinstance(value, (Mapping, list, tuple)) or not recorded \
+                or not all(isinstance(r, np.ndarray) for r in recorded):
+            return value
+        like = recorded[0]
+        try:
+            arr = np.asarray(value)
+            if arr.dtype.kind in "biuf" and np.broadcast_shapes(arr.shape, like.shape) == like.shape:
+                return np.array(np.broadcast_to(arr.astype(like.dtype, copy=False), like.shape))
+        except (TypeError, ValueError):
+            pass
+        return value
+
+    def _explain(self, bound: tuple) -> str:
+        best, differ, cost = 0, list(range(len(self._params))), float("inf")
+        for n, rec in enumerate(self._entries):       # the closest call: fewest differing values, a dict's
+            d = [pos for pos, (a, r) in enumerate(zip(bound, rec)) if not _same(a, r)]     # entries counted one by one
+            c = sum(_mismatches(bound[pos], rec[pos]) for pos in d)
+            if c < cost:
+                best, differ, cost = n, d, c
+        label = self._labels[best] if best < len(self._labels) else ""
+        lines = [f"your {self._caller} calls {self.__name__} with arguments that a correct {self._caller} does not "
+                 f"pass on this case" + (f" (the closest is its call {label})" if label else "") + ":"]
+        for pos in differ:
+            name, mine, theirs = self._params[pos], bound[pos], self._entries[best][pos]
+            if isinstance(mine, Mapping) and isinstance(theirs, Mapping):
+                keys = [k for k in theirs if k not in mine or not _same(mine[k], theirs[k])]
+                extra = [k for k in mine if k not in theirs]
+                if len(keys) > 3 and not any(f"{name}[{k}]" in self._hints for k in keys):
+                    hint = self._hints.get(name, "")
+                    lines.append(f"- {name} differs in {len(keys)} of its {len(theirs)} entries "
+                                 f"({', '.join(map(str, keys))})" + (f": {hint}" if hint else ""))
+                    keys = []
+                for key in keys:
+                    what = "is missing" if key not in mine else "differs"
+                    hint = self._hints.get(f"{name}[{key}]", self._hints.get(name, ""))
+                    lines.append(f"- {name}[{key!r}] {what}" + (f": {hint}" if hint else ""))
+                if extra:
+                    lines.append(f"- {name} has entries a correct call does not: {extra}")
+                continue
+            shape = ""
+            if hasattr(mine, "shape") and hasattr(theirs, "shape") and tuple(mine.shape) != tuple(theirs.shape):
+                shape = f" (shape {tuple(mine.shape)}, expected {tuple(theirs.shape)})"
+            elif (mine is None) != (theirs is None):
+                shape = " (None, expected an array)" if mine is None else " (expected None)"
+            hint = self._hints.get(name, "")
+            lines.append(f"- {name} differs{shape}" + (f": {hint}" if hint else ""))
+        return "\n".join(lines)
+
+
+def _mismatches(a: Any, b: Any) -> int:
+    """How many values of ``a`` differ from ``b``: a dict's or a list's entries one by one."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return max(1, sum(k not in a or not _same(a[k], b[k]) for k in b) + sum(k not in b for k in a))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return max(1, sum(_mismatches(x, y) for x, y in zip(a, b) if not _same(x, y)))
+    return 1
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return same(a, b)
+    except Exception:  # noqa: BLE001 - whatever the student passed, it is not the recorded value
+        return False
+
+
+@contextlib.contextmanager
+def _in_namespace(fn: Callable, **substitutes: Any) -> Iterator[None]:
+    """Put ``substitutes`` in the student's namespace while ``fn`` runs (and restore the
+    student's own afterwards); only names the namespace has are replaced."""
+    namespace = getattr(fn, "__globals__", None)
+    saved: dict[str, Any] = {}
+    if isinstance(namespace, dict):
+        for name, sub in substitutes.items():
+            if name in namespace:
+                saved[name] = namespace[name]
+                namespace[name] = sub
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            namespace[name] = value
+
+
+@student_side
+def _with_replays(fn: Callable, replays: Mapping[str, Mapping[str, Any]], *args: Any) -> Any:
+    """(Student side) ``fn(*args)`` with a ``_StandIn`` for each earlier exercise of ``replays``
+    ({name: {"entries": [(args, kwargs, result), ...], "labels": [...], "hints": {...}}}) in
+    the student's namespace for the duration of the call."""
+    caller = getattr(fn, "__name__", "function")
+    stand_ins = {name: _StandIn(name, spec["entries"], spec.get("labels", ()), spec.get("hints", {}), caller)
+                 for name, spec in replays.items()}
+    with _in_namespace(fn, **stand_ins):
+        return fn(*args)
+
+
+_STEP_HINTS = {
+    "lstm_cell_forward": {
+        "x_t": "pass x[t], the input of step t",
+        "h_prev": "pass the h that the previous step returned (h0 at t = 0): the output is carried through time",
+        "c_prev": "pass the c that the previous step returned (c0 at t = 0): the cell state is carried through time",
+        "W": "pass W, U and b unchanged to every step", "U": "pass W, U and b unchanged to every step",
+        "b": "pass W, U and b unchanged to every step"},
+    "lstm_cell_backward": {
+        "dh": "dh at step t is dout[t] plus the dh_prev that step t+1 returned (dh_last at the last step, zero "
+              "when None); walk t = T-1, ..., 0",
+        "dc": "dc at step t is the dc_prev that step t+1 returned (dc_last at the last step, zero when None)",
+        "cache": "pass caches[t], walking t = T-1, ..., 0"},
+    "lstm_forward": {
+        "x": "pass x as given", "h0": "start from h0 = zeros (N, H)", "c0": "start from c0 = zeros (N, H)",
+        "W": "pass params['W'], params['U'], params['b']", "U": "pass params['W'], params['U'], params['b']",
+        "b": "pass params['W'], params['U'], params['b']"},
+    "lstm_backward": {
+        "dout": "the gradient reaching each h_t is dout[t] = dy_hat[t] @ Why, with dy_hat = (y_hat - y) / N (the "
+                "square's 2 cancels the loss's 1/2; the 1/N stays)",
+        "caches": "pass the caches lstm_forward returned",
+        "dh_last": "nothing reaches the final states except through dout: leave dh_last None",
+        "dc_last": "nothing reaches the final states except through dout: leave dc_last None"},
+    "sgd_step": {
+        "params": "pass the params train_step was given",
+        "grads[Why]": "dWhy = sum over t, n of dy_hat^T h_t, with dy_hat = (y_hat - y) / N",
+        "grads[by]": "dby = dy_hat summed over t and n",
+        "grads": "grads['W'], grads['U'], grads['b'] are what lstm_backward returns for the dout you pass it",
+        "lr": "pass the learning rate train_step was given"},
+}
+
+
+def _replays(calls: Mapping[str, Sequence[Any]]) -> dict[str, dict[str, Any]]:
+    """The recorded calls of a reference (``{name: [(args, kwargs, result), ...]}``) as the
+    argument of ``_with_replays``, with the labels and hints of the lab's functions."""
+    out = {}
+    for name, entries in calls.items():
+        entries = [tuple(e) for e in entries]
+        if name == "lstm_cell_forward":
+            labels = [f"at step t = {t}" for t in range(len(entries))]
+        elif name == "lstm_cell_backward":
+            labels = [f"at step t = {len(entries) - 1 - n}" for n in range(len(entries))]
+        else:
+            labels = []
+        out[name] = {"entries": entries, "labels": labels, "hints": _STEP_HINTS.get(name, {})}
+    return out
+
+
 # --- 1. one step forward ---------------------------------------------------------------------
 
-_FORWARD_FORBID = [lstm.lstm_cell_forward, lstm.lstm_forward, lstm.lstm_forward_stepwise,
-                   lstm.lstm_forward_per_gate, *TORCH_LSTM]
+_FORWARD_FORBID = [*TORCH_LSTM, *TORCH_TOOLS]
 
 
 @exercise
-def lstm_cell_forward(fn: Callable, hidden: bool = False) -> None:
+def lstm_cell_forward(fn: Callable) -> None:
     """``fn(x_t, h_prev, c_prev, W, U, b)`` -> ``h, c, cache``."""
     __tracebackhide__ = True
-    label = "one LSTM step"
-    names = ("h", "c", "cache")
-    if not hidden:
-        p = lstm.lecture_printed()
-        _, (x, h0, c0, W, U, b) = _lecture_args()
-        steps = [(0, x[0], h0, c0, p["out_0"], p["state_0"]),
-                 (1, x[1], np.full((1, 1), p["out_0"]), np.full((1, 1), p["state_0"]), p["out_1"], p["state_1"])]
-        for t, x_t, h_prev, c_prev, out, state in steps:
-            where = f"the lecture's example at t = {t}"
-            h, c, cache = _unpack(call_student(fn, x_t.copy(), h_prev.copy(), c_prev.copy(), W.copy(), U.copy(), b.copy(),
-                                               forbid=_FORWARD_FORBID, label=label, what="lstm_cell_forward"),
-                                  3, names, where)
-            if isinstance(cache, Mapping) and all(k in cache for k in "aifo"):
-                _lecture_close([np.asarray(cache[k]).ravel()[0] for k in "aifo"], p[f"gates_{t}"],
-                            "gates (a, i, f, o) in the cache", where)
-            _lecture_close(c, state, f"c (the lecture's state_{t})", where)
-            _lecture_close(h, out, f"h (the lecture's out_{t})", where)
-        cases = [_random_lstm(np.random.default_rng(6), 1, 3, 4, 2)]
-    else:
-        g = rng(f"{LAB}.lstm_cell_forward")
-        cases = [_random_lstm(g, 1, int(g.integers(1, 7)), int(g.integers(1, 8)), int(g.integers(1, 7)),
-                              scale=float(g.uniform(0.5, 3))) for _ in range(4)]
-        cases.append(_random_lstm(g, 1, 2, 3, 1))                     # H = 1
-        cases.append(_random_lstm(g, 1, 3, 2, 4, scale=40.0))         # saturated gates: no overflow, no NaN
+    p = lstm.lecture_printed()
+    _, (x, h0, c0, W, U, b) = _lecture_args()
+    steps = [(0, x[0], h0, c0, p["out_0"], p["state_0"]),
+             (1, x[1], np.full((1, 1), p["out_0"]), np.full((1, 1), p["state_0"]), p["out_1"], p["state_1"])]
+    for t, x_t, h_prev, c_prev, out, state in steps:
+        where = f"the lecture's example at t = {t}"
+        h, c, cache = _unpack(call_student(fn, x_t.copy(), h_prev.copy(), c_prev.copy(), W.copy(), U.copy(), b.copy(),
+                                           forbid=_FORWARD_FORBID, label="one LSTM step", what="lstm_cell_forward"),
+                              3, ("h", "c", "cache"), where)
+        if isinstance(cache, Mapping) and all(k in cache for k in "aifo"):
+            _lecture_close([np.asarray(cache[k]).ravel()[0] for k in "aifo"], p[f"gates_{t}"],
+                           "gates (a, i, f, o) in the cache", where)
+        _lecture_close(c, state, f"c (the lecture's state_{t})", where)
+        _lecture_close(h, out, f"h (the lecture's out_{t})", where)
+    _compare_cell_forward(fn, [_random_lstm(np.random.default_rng(6), 1, 3, 4, 2)], expected(LAB))
+
+
+def _compare_cell_forward(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
+    """Each case ``(x, h0, c0, W, U, b)`` with ``T = 1``: ``h``, ``c`` and every entry of the
+    cache against ``ref.lstm_cell_forward``."""
+    __tracebackhide__ = True
     for x, h0, c0, W, U, b in cases:
         where = f"lstm_cell_forward on a batch of N={h0.shape[0]}, D={x.shape[2]}, H={h0.shape[1]}"
-        rh, rc, rcache = lstm.lstm_cell_forward(x[0], h0, c0, W, U, b)
+        rh, rc, rcache = ref.lstm_cell_forward(x[0], h0, c0, W, U, b)
         h, c, cache = _unpack(call_student(fn, x[0].copy(), h0.copy(), c0.copy(), W.copy(), U.copy(), b.copy(),
-                                           forbid=_FORWARD_FORBID, label=label, what=where), 3, names, where)
+                                           forbid=_FORWARD_FORBID, label="one LSTM step", what=where),
+                              3, ("h", "c", "cache"), where)
         k = x.shape[2] + h0.shape[1] + 1          # the length of the sums behind each gate
         _check_cache(cache, rcache, where, k=k)
         _compare_grads((c, h), (rc, rh), ("c", "h"), where, k=k)
@@ -240,36 +420,37 @@ def lstm_cell_forward(fn: Callable, hidden: bool = False) -> None:
 # --- 2. the sequence forward -----------------------------------------------------------------
 
 @exercise
-def lstm_forward(fn: Callable, hidden: bool = False) -> None:
-    """``fn(x, h0, c0, W, U, b)`` -> ``out, (h_T, c_T), caches`` (checked with the package's
+def lstm_forward(fn: Callable) -> None:
+    """``fn(x, h0, c0, W, U, b)`` -> ``out, (h_T, c_T), caches`` (checked with the expected
     ``lstm_cell_forward`` in place of the student's)."""
     __tracebackhide__ = True
-    label = "the sequence forward"
-    if not hidden:
-        p = lstm.lecture_printed()
-        _, args = _lecture_args()
-        where = "the lecture's two-step example"
-        res = run_student(_with_package_versions, fn, ("lstm_cell_forward",), *(a.copy() for a in args),
-                          forbid=_FORWARD_FORBID, label=label, what="lstm_forward")
-        out, final, _ = _unpack(res, 3, ("out", "(h_T, c_T)", "caches"), where)
-        _lecture_close(out, [p["out_0"], p["out_1"]], "out (the lecture's out_0, out_1)", where)
-        h_T, c_T = _unpack(final, 2, ("h_T", "c_T"), f"{where}: the final states")
-        _lecture_close(c_T, p["state_1"], "c_T (the lecture's state_1)", where)
-        _lecture_close(h_T, p["out_1"], "h_T (the lecture's out_1)", where)
-        cases = [_random_lstm(np.random.default_rng(61), 4, 3, 2, 3)]
-    else:
-        g = rng(f"{LAB}.lstm_forward")
-        cases = [_random_lstm(g, int(g.integers(2, 8)), int(g.integers(1, 6)), int(g.integers(1, 6)),
-                              int(g.integers(1, 6)), scale=float(g.uniform(0.5, 3))) for _ in range(4)]
-        cases.append(_random_lstm(g, 1, 2, 3, 2))                    # a single step
+    ref = expected(LAB)
+    p = lstm.lecture_printed()
+    _, args = _lecture_args()
+    where = "the lecture's two-step example"
+    _, calls = ref.lstm_forward_calls(*args)
+    res = run_student(_with_replays, fn, _replays(calls), *(a.copy() for a in args),
+                      forbid=_FORWARD_FORBID, label="the sequence forward", what="lstm_forward")
+    out, final, _ = _unpack(res, 3, ("out", "(h_T, c_T)", "caches"), where)
+    _lecture_close(out, [p["out_0"], p["out_1"]], "out (the lecture's out_0, out_1)", where)
+    h_T, c_T = _unpack(final, 2, ("h_T", "c_T"), f"{where}: the final states")
+    _lecture_close(c_T, p["state_1"], "c_T (the lecture's state_1)", where)
+    _lecture_close(h_T, p["out_1"], "h_T (the lecture's out_1)", where)
+    _compare_forward(fn, [_random_lstm(np.random.default_rng(61), 4, 3, 2, 3)], ref)
+
+
+def _compare_forward(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
+    """Each case ``(x, h0, c0, W, U, b)``: ``out``, the final states and every cache against
+    ``ref.lstm_forward_calls``, whose calls of the cell stand in for the student's."""
+    __tracebackhide__ = True
     for args in cases:
         x, h0 = args[0], args[1]
         T, N, D = x.shape
         H = h0.shape[1]
         where = f"lstm_forward on T={T}, N={N}, D={D}, H={H} (h0, c0 not zero)"
-        r_out, (r_h, r_c), r_caches = lstm.lstm_forward_stepwise(*args)
-        res = run_student(_with_package_versions, fn, ("lstm_cell_forward",), *(a.copy() for a in args),
-                          forbid=_FORWARD_FORBID, label=label, what=where)
+        (r_out, (r_h, r_c), r_caches), calls = ref.lstm_forward_calls(*args)
+        res = run_student(_with_replays, fn, _replays(calls), *(a.copy() for a in args),
+                          forbid=_FORWARD_FORBID, label="the sequence forward", what=where)
         out, final, caches = _unpack(res, 3, ("out", "(h_T, c_T)", "caches"), where)
         h_T, c_T = _unpack(final, 2, ("h_T", "c_T"), f"{where}: the final states")
         k = T * (D + H + 1)                         # rounding differences grow along the sequence
@@ -284,189 +465,188 @@ def lstm_forward(fn: Callable, hidden: bool = False) -> None:
 # --- 3. FLOPs ----------------------------------------------------------------------------------
 
 @exercise
-def lstm_flops(fn: Callable, hidden: bool = False) -> None:
+def lstm_flops(fn: Callable) -> None:
     """``fn(T, N, D, H)`` -> FLOPs of the forward pass's matrix products."""
     __tracebackhide__ = True
-    if not hidden:
-        cases = [Case((2, 1, 2, 1), label="the lecture's example (T=2, N=1, D=2, H=1)"),
-                 Case((64, 32, 256, 256), label="T=64, N=32, D=H=256")]
-    else:
-        g = rng(f"{LAB}.lstm_flops")
-        cases = [Case(tuple(int(v) for v in (g.integers(1, 500), g.integers(1, 256), g.integers(1, 2048),
-                                             g.integers(1, 2048)))) for _ in range(5)]
-        cases.append(Case((1, 1, 1, 1)))
-    check_cases(fn, lambda T, N, D, H: lstm.lstm_flops(T, N, D, H), cases, forbid=[lstm.lstm_flops],
-                label="the LSTM's FLOPs", rtol=0.0, atol=0.0, dtype="int8",
+    cases = [Case((2, 1, 2, 1), label="the lecture's example (T=2, N=1, D=2, H=1)"),
+             Case((64, 32, 256, 256), label="T=64, N=32, D=H=256")]
+    _compare_flops(fn, cases, expected(LAB))
+
+
+def _compare_flops(fn: Callable, cases: Sequence[Case], ref: Any) -> None:
+    __tracebackhide__ = True
+    check_cases(fn, lambda T, N, D, H: ref.lstm_flops(T, N, D, H), cases, label="the LSTM's FLOPs",
+                rtol=0.0, atol=0.0, dtype="int8",
                 hints={0.25: "a factor of 1/4: four gates, each with its own rows of W and U",
                        0.5: "a factor of 1/2: a multiply-add is 2 FLOPs"})
 
 
 # --- 4. one step backward --------------------------------------------------------------------
 
-_BACKWARD_FORBID = [lstm.lstm_cell_backward, lstm.lstm_backward, lstm.lstm_backward_stepwise, *AUTOGRAD]
-
-
-def _cell_central_differences(x, h_prev, c_prev, W, U, b, dh, dc, eps=1e-6):
-    """Gradients of L = sum(dh * h) + sum(dc * c) by central differences (float64)."""
-    args = [np.array(v, dtype=float) for v in (x, h_prev, c_prev, W, U, b)]
-
-    def loss():
-        h, c, _ = lstm.lstm_cell_forward(*args)
-        return float(np.sum(dh * h) + np.sum(dc * c))
-
-    return numerical_gradient(loss, args, eps)
+_BACKWARD_FORBID = [*AUTOGRAD, *TORCH_TOOLS]
 
 
 @exercise
-def lstm_cell_backward(fn: Callable, hidden: bool = False) -> None:
-    """``fn(dh, dc, cache)`` -> ``dx, dh_prev, dc_prev, dW, dU, db`` (caches from the package's
+def lstm_cell_backward(fn: Callable) -> None:
+    """``fn(dh, dc, cache)`` -> ``dx, dh_prev, dc_prev, dW, dU, db`` (caches of the expected
     ``lstm_cell_forward``)."""
     __tracebackhide__ = True
-    label = "one LSTM step backward"
-    if not hidden:
-        p = lstm.lecture_printed()
-        _, (x, h0, c0, W, U, b) = _lecture_args()
-        f0, f1 = p["gates_0"][2], p["gates_1"][2]
-        _, _, cache1 = lstm.lstm_cell_forward(x[1], np.full((1, 1), p["out_0"]), np.full((1, 1), p["state_0"]), W, U, b)
-        _, _, cache0 = lstm.lstm_cell_forward(x[0], h0, c0, W, U, b)
-        steps = [
-            (1, p["Delta_1"], 0.0, cache1,
-             {"dx": p["delta_x_1"], "dh_prev": p["delta_out_prev_1"], "dc_prev": p["delta_state_1"] * f1,
-              "dW": np.outer(p["delta_gates_1"], x[1, 0]), "dU": p["dU"].ravel(), "db": p["delta_gates_1"]}),
-            (0, p["delta_out_0"], p["delta_state_1"] * f1, cache0,
-             {"dx": p["delta_x_0"], "dh_prev": p["delta_out_prev_0"], "dc_prev": p["delta_state_0"] * f0,
-              "dW": np.outer(p["delta_gates_0"], x[0, 0]), "dU": np.zeros(4), "db": p["delta_gates_0"]}),
-        ]
-        for t, dh, dc, cache, expected in steps:
-            where = f"the lecture's backward path at t = {t} (dh = {float(dh):.5f}, dc = {float(dc):.5f})"
-            res = call_student(fn, np.full((1, 1), dh), np.full((1, 1), dc), copy.deepcopy(cache),
-                               forbid=_BACKWARD_FORBID, label=label, what="lstm_cell_backward")
-            got = dict(zip(GRAD_NAMES, _unpack(res, 6, GRAD_NAMES, where)))
-            _lecture_close(got["db"], expected["db"], "db (the lecture's delta gates: a, i, f, o)", where)
-            for name in ("dc_prev", "dx", "dh_prev", "dW", "dU"):
-                _lecture_close(got[name], expected[name], name, where)
-        g = np.random.default_rng(62)
-        cases = [(_random_lstm(g, 1, 3, 4, 2), g)]
-    else:
-        g = rng(f"{LAB}.lstm_cell_backward")
-        cases = [(_random_lstm(g, 1, int(g.integers(1, 6)), int(g.integers(1, 6)), int(g.integers(1, 6)),
-                               scale=float(g.uniform(0.5, 2.5))), g) for _ in range(3)]
-        cases.append((_random_lstm(g, 1, 1, 1, 1), g))
-    for (x, h0, c0, W, U, b), gg in cases:
+    ref = expected(LAB)
+    p = lstm.lecture_printed()
+    _, (x, h0, c0, W, U, b) = _lecture_args()
+    f0, f1 = p["gates_0"][2], p["gates_1"][2]
+    _, _, cache1 = ref.lstm_cell_forward(x[1], np.full((1, 1), p["out_0"]), np.full((1, 1), p["state_0"]), W, U, b)
+    _, _, cache0 = ref.lstm_cell_forward(x[0], h0, c0, W, U, b)
+    steps = [
+        (1, p["Delta_1"], 0.0, cache1,
+         {"dx": p["delta_x_1"], "dh_prev": p["delta_out_prev_1"], "dc_prev": p["delta_state_1"] * f1,
+          "dW": np.outer(p["delta_gates_1"], x[1, 0]), "dU": p["dU"].ravel(), "db": p["delta_gates_1"]}),
+        (0, p["delta_out_0"], p["delta_state_1"] * f1, cache0,
+         {"dx": p["delta_x_0"], "dh_prev": p["delta_out_prev_0"], "dc_prev": p["delta_state_0"] * f0,
+          "dW": np.outer(p["delta_gates_0"], x[0, 0]), "dU": np.zeros(4), "db": p["delta_gates_0"]}),
+    ]
+    for t, dh, dc, cache, want in steps:
+        where = f"the lecture's backward path at t = {t} (dh = {float(dh):.5f}, dc = {float(dc):.5f})"
+        res = call_student(fn, np.full((1, 1), dh), np.full((1, 1), dc), copy.deepcopy(cache),
+                           forbid=_BACKWARD_FORBID, label="one LSTM step backward", what="lstm_cell_backward")
+        got = dict(zip(GRAD_NAMES, _unpack(res, 6, GRAD_NAMES, where)))
+        _lecture_close(got["db"], want["db"], "db (the lecture's delta gates: a, i, f, o)", where)
+        for name in ("dc_prev", "dx", "dh_prev", "dW", "dU"):
+            _lecture_close(got[name], want[name], name, where)
+    g = np.random.default_rng(62)
+    args = _random_lstm(g, 1, 3, 4, 2)
+    _compare_cell_backward(fn, [(args, g.standard_normal((3, 2)), g.standard_normal((3, 2)), "torch")], ref)
+
+
+def _cell_central_differences(ref: Any, args: Sequence[np.ndarray], dh: np.ndarray, dc: np.ndarray,
+                              eps: float = 1e-6) -> list[np.ndarray]:
+    """Gradients of ``L = sum(dh * h) + sum(dc * c)`` by central differences of
+    ``ref.lstm_cell_forward`` (float64)."""
+    arrays = [np.array(v, dtype=float) for v in args]
+
+    def loss() -> float:
+        h, c, _ = ref.lstm_cell_forward(*arrays)
+        return float(np.sum(dh * h) + np.sum(dc * c))
+
+    return numerical_gradient(loss, arrays, eps)
+
+
+def _compare_cell_backward(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
+    """Each case ``((x, h0, c0, W, U, b), dh, dc, oracle)`` with ``T = 1``: the six gradients
+    of the step, with the cache of ``ref.lstm_cell_forward``, against the oracle: ``"torch"``
+    (torch.nn.LSTM's autograd), ``"reference"`` (``ref.lstm_cell_backward``) or ``"central
+    differences"`` (of ``ref.lstm_cell_forward``)."""
+    __tracebackhide__ = True
+    for (x, h0, c0, W, U, b), dh, dc, oracle in cases:
         N, H = h0.shape
-        where = f"lstm_cell_backward on N={N}, D={x.shape[2]}, H={H}"
-        dh, dc = gg.standard_normal((N, H)), gg.standard_normal((N, H))
-        _, _, cache = lstm.lstm_cell_forward(x[0], h0, c0, W, U, b)
-        expected = lstm.lstm_cell_backward(dh, dc, cache)
-        res = call_student(fn, dh.copy(), dc.copy(), copy.deepcopy(cache), forbid=_BACKWARD_FORBID, label=label, what=where)
-        _compare_grads(_unpack(res, 6, GRAD_NAMES, where), expected, GRAD_NAMES, where,
-                       k=N * (4 * H + x.shape[2] + H))
-    if hidden:   # against central differences of the forward pass: no reference backward involved
-        x, h0, c0, W, U, b = _random_lstm(g, 1, 2, 3, 2, scale=2.0)
-        dh, dc = g.standard_normal((2, 2)), g.standard_normal((2, 2))
-        numeric = _cell_central_differences(x[0], h0, c0, W, U, b, dh, dc)
-        _, _, cache = lstm.lstm_cell_forward(x[0], h0, c0, W, U, b)
-        where = "lstm_cell_backward against central differences of the forward pass"
-        res = call_student(fn, dh.copy(), dc.copy(), cache, forbid=_BACKWARD_FORBID, label=label, what=where)
-        _compare_grads(_unpack(res, 6, GRAD_NAMES, where), numeric, GRAD_NAMES, where, rtol=1e-6, atol=0.0,
-                       floor=1e-7)
+        _, _, cache = ref.lstm_cell_forward(x[0], h0, c0, W, U, b)
+        if oracle == "torch":
+            want = _torch_step(x[0], h0, c0, W, U, b, dh, dc)
+            where = f"lstm_cell_backward on N={N}, D={x.shape[2]}, H={H}, against torch.nn.LSTM's autograd"
+            tol = TORCH_TOL
+        elif oracle == "central differences":
+            want = _cell_central_differences(ref, (x[0], h0, c0, W, U, b), dh, dc)
+            where, tol = "lstm_cell_backward against central differences of the forward pass", NUMERIC_TOL
+        else:
+            want = ref.lstm_cell_backward(dh, dc, cache)
+            where, tol = f"lstm_cell_backward on N={N}, D={x.shape[2]}, H={H}", {"k": N * (4 * H + x.shape[2] + H)}
+        res = call_student(fn, dh.copy(), dc.copy(), copy.deepcopy(cache), forbid=_BACKWARD_FORBID,
+                           label="one LSTM step backward", what=where)
+        _compare_grads(_unpack(res, 6, GRAD_NAMES, where), want, GRAD_NAMES, where, **tol)
 
 
 # --- 5. backpropagation through time ---------------------------------------------------------
 
-def _sequence_central_differences(args, dout, dh_last, dc_last, eps=1e-6):
-    args = [np.array(a, dtype=float) for a in args]
+@exercise
+def lstm_backward(fn: Callable) -> None:
+    """``fn(dout, caches, dh_last=None, dc_last=None)`` -> ``dx, dh0, dc0, dW, dU, db`` (checked
+    with the expected ``lstm_cell_backward`` in place of the student's)."""
+    __tracebackhide__ = True
+    ref = expected(LAB)
+    p = lstm.lecture_printed()
+    _, args = _lecture_args()
+    _, _, caches = ref.lstm_forward_stepwise(*args)
+    dout = np.array([p["Delta_0"], p["Delta_1"]]).reshape(2, 1, 1)
+    _, calls = ref.lstm_backward_calls(dout, caches, None, None)
+    where = "the lecture's two-step example (dout = out - y = [0.03631, -0.47803])"
+    res = run_student(_with_replays, fn, _replays(calls), dout, copy.deepcopy(caches),
+                      forbid=_BACKWARD_FORBID, label="backpropagation through time", what="lstm_backward")
+    dx, dh0, dc0, dW, dU, db = _unpack(res, 6, SEQ_GRAD_NAMES, where)
+    _lecture_close(dx, [p["delta_x_0"], p["delta_x_1"]], "dx (the lecture's delta x_0, delta x_1)", where)
+    _lecture_close(dh0, p["delta_out_prev_0"], "dh0 (the lecture's Delta out_-1)", where)
+    _lecture_close(dc0, p["delta_state_0"] * p["gates_0"][2], "dc0 (the lecture's delta state_0 times f_0)", where)
+    _lecture_close(db, p["db"], "db", where)
+    _lecture_close(dW, p["dW"], "dW", where)
+    _lecture_close(dU, p["dU"], "dU", where)
+    g = np.random.default_rng(63)
+    cases = []
+    for oracle, lstm_args in [("torch", _random_lstm(g, 4, 3, 2, 3))]:
+        T, N, _ = lstm_args[0].shape
+        H = lstm_args[1].shape[1]
+        cases.append((oracle, lstm_args, g.standard_normal((T, N, H)), g.standard_normal((N, H)),
+                      g.standard_normal((N, H))))
+    _compare_backward(fn, cases, ref)
 
-    def loss():
-        out, (h_T, c_T) = lstm.lstm_forward_per_gate(*args)
+
+def _sequence_central_differences(ref: Any, args: Sequence[np.ndarray], dout, dh_last, dc_last,
+                                  eps: float = 1e-6) -> list[np.ndarray]:
+    arrays = [np.array(a, dtype=float) for a in args]
+
+    def loss() -> float:
+        out, (h_T, c_T) = ref.lstm_forward_per_gate(*arrays)
         return float(np.sum(out * dout) + np.sum(h_T * dh_last) + np.sum(c_T * dc_last))
 
-    return numerical_gradient(loss, args, eps)
+    return numerical_gradient(loss, arrays, eps)
 
 
-def _torch_autograd(args, dout, dh_last, dc_last):
-    """Gradients from torch.nn.LSTM's autograd with the same weights (float64, CPU)."""
-    import torch
-
-    x, h0, c0, W, U, b = args
-    module = lstm.torch_lstm(W, U, b, dtype=torch.float64)
-    tx, th, tc = (torch.tensor(v, requires_grad=True) for v in (x, h0, c0))
-    out, (h_n, c_n) = module(tx, (th[None], tc[None]))
-    loss = (out * torch.tensor(dout)).sum() + (h_n[0] * torch.tensor(dh_last)).sum() + (c_n[0] * torch.tensor(dc_last)).sum()
-    loss.backward()
-    dW, dU, db = lstm.from_torch({"weight_ih_l0": module.weight_ih_l0.grad, "weight_hh_l0": module.weight_hh_l0.grad,
-                                  "bias_ih_l0": module.bias_ih_l0.grad})
-    return tx.grad.numpy(), th.grad.numpy(), tc.grad.numpy(), dW, dU, db
-
-
-@exercise
-def lstm_backward(fn: Callable, hidden: bool = False) -> None:
-    """``fn(dout, caches, dh_last=None, dc_last=None)`` -> ``dx, dh0, dc0, dW, dU, db`` (checked
-    with the package's ``lstm_cell_backward`` in place of the student's)."""
+def _compare_backward(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
+    """Each case ``(oracle, (x, h0, c0, W, U, b), dout, dh_last, dc_last)``: the six gradients
+    of BPTT over the caches of ``ref.lstm_forward_stepwise`` against ``"torch"`` (torch.nn.LSTM's
+    autograd) or ``"central differences"`` (of ``ref.lstm_forward_per_gate``); the calls of
+    ``ref.lstm_backward_calls`` stand in for the student's ``lstm_cell_backward``."""
     __tracebackhide__ = True
-    label = "backpropagation through time"
-    if not hidden:
-        p = lstm.lecture_printed()
-        _, args = _lecture_args()
-        _, _, caches = lstm.lstm_forward_stepwise(*args)
-        dout = np.array([p["Delta_0"], p["Delta_1"]]).reshape(2, 1, 1)
-        where = "the lecture's two-step example (dout = out - y = [0.03631, -0.47803])"
-        res = run_student(_with_package_versions, fn, ("lstm_cell_backward",), dout, copy.deepcopy(caches),
-                          forbid=_BACKWARD_FORBID, label=label, what="lstm_backward")
-        dx, dh0, dc0, dW, dU, db = _unpack(res, 6, SEQ_GRAD_NAMES, where)
-        _lecture_close(dx, [p["delta_x_0"], p["delta_x_1"]], "dx (the lecture's delta x_0, delta x_1)", where)
-        _lecture_close(dh0, p["delta_out_prev_0"], "dh0 (the lecture's Delta out_-1)", where)
-        _lecture_close(dc0, p["delta_state_0"] * p["gates_0"][2], "dc0 (the lecture's delta state_0 times f_0)", where)
-        _lecture_close(db, p["db"], "db", where)
-        _lecture_close(dW, p["dW"], "dW", where)
-        _lecture_close(dU, p["dU"], "dU", where)
-        g = np.random.default_rng(63)
-        oracles = [("torch.nn.LSTM's autograd", _random_lstm(g, 4, 3, 2, 3), True)]
-    else:
-        g = rng(f"{LAB}.lstm_backward")
-        oracles = [("central differences", _random_lstm(g, 3, 2, 2, 2, scale=2.0), False),
-                   ("central differences", _random_lstm(g, 1, 1, 2, 1, scale=2.0), False),
-                   ("torch.nn.LSTM's autograd", _random_lstm(g, int(g.integers(3, 9)), int(g.integers(1, 6)),
-                                                             int(g.integers(1, 6)), int(g.integers(1, 6))), True),
-                   ("torch.nn.LSTM's autograd", _random_lstm(g, 6, 4, 3, 5, scale=2.0), True)]
-    for oracle, args, use_torch in oracles:
-        x, h0 = args[0], args[1]
-        T, N, D = x.shape
-        H = h0.shape[1]
-        dout, dh_last, dc_last = g.standard_normal((T, N, H)), g.standard_normal((N, H)), g.standard_normal((N, H))
-        expected = (_torch_autograd(args, dout, dh_last, dc_last) if use_torch
-                    else _sequence_central_differences(args, dout, dh_last, dc_last))
-        _, _, caches = lstm.lstm_forward_stepwise(*args)
-        where = (f"lstm_backward on T={T}, N={N}, D={D}, H={H} with dh_last and dc_last, "
-                 f"against {oracle}")
-        res = run_student(_with_package_versions, fn, ("lstm_cell_backward",), dout.copy(), copy.deepcopy(caches),
-                          dh_last.copy(), dc_last.copy(), forbid=_BACKWARD_FORBID, label=label, what=where)
-        # autograd agrees to rounding; central differences to ~1e-10 |L| (roundoff over eps = 1e-6)
-        tol = {"rtol": 1e-9, "atol": 0.0, "floor": 1e-11} if use_torch else {"rtol": 1e-6, "atol": 0.0, "floor": 1e-7}
-        _compare_grads(_unpack(res, 6, SEQ_GRAD_NAMES, where), expected, SEQ_GRAD_NAMES, where, **tol)
+    for oracle, args, dout, dh_last, dc_last in cases:
+        T, N, D = args[0].shape
+        H = args[1].shape[1]
+        if oracle == "torch":
+            want, name, tol = _torch_autograd(args, dout, dh_last, dc_last), "torch.nn.LSTM's autograd", TORCH_TOL
+        else:
+            want = _sequence_central_differences(ref, args, dout, dh_last, dc_last)
+            name, tol = "central differences", NUMERIC_TOL
+        _, _, caches = ref.lstm_forward_stepwise(*args)
+        _, calls = ref.lstm_backward_calls(dout, caches, dh_last, dc_last)
+        where = f"lstm_backward on T={T}, N={N}, D={D}, H={H} with dh_last and dc_last, against {name}"
+        res = run_student(_with_replays, fn, _replays(calls), dout.copy(), copy.deepcopy(caches),
+                          dh_last.copy(), dc_last.copy(), forbid=_BACKWARD_FORBID,
+                          label="backpropagation through time", what=where)
+        _compare_grads(_unpack(res, 6, SEQ_GRAD_NAMES, where), want, SEQ_GRAD_NAMES, where, **tol)
 
 
 # --- 6. torch's layout -----------------------------------------------------------------------------
 
+_LAYOUT_FORBID = [*TORCH_TOOLS, "gpudl.lstm._torch_rows"]
+
+
 @exercise
-def to_torch_weights(fn: Callable, hidden: bool = False) -> None:
+def to_torch_weights(fn: Callable) -> None:
     """``fn(W, U, b)`` -> ``weight_ih, weight_hh, bias_ih, bias_hh`` for torch.nn.LSTM; checked by
     running torch's LSTM with them."""
     __tracebackhide__ = True
+    _compare_to_torch_weights(fn, [_random_lstm(np.random.default_rng(64), 3, 2, 3, 2)])
+
+
+def _compare_to_torch_weights(fn: Callable, cases: Sequence[tuple]) -> None:
+    """Each case ``(x, h0, c0, W, U, b)``: torch.nn.LSTM holding the student's four arrays
+    against torch.nn.LSTM holding ``W, U, b`` (``gpudl.lstm.torch_lstm``), on ``x, h0, c0``."""
+    __tracebackhide__ = True
     import torch
 
-    if not hidden:
-        cases = [_random_lstm(np.random.default_rng(64), 3, 2, 3, 2)]
-    else:
-        g = rng(f"{LAB}.to_torch_weights")
-        cases = [_random_lstm(g, int(g.integers(1, 6)), int(g.integers(1, 5)), int(g.integers(1, 7)),
-                              int(g.integers(1, 7))) for _ in range(3)] + [_random_lstm(g, 2, 2, 1, 1)]
     names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
     for x, h0, c0, W, U, b in cases:
         T, N, D = x.shape
         H = h0.shape[1]
         where = f"to_torch_weights for D={D}, H={H}"
-        res = call_student(fn, W.copy(), U.copy(), b.copy(), forbid=[lstm.to_torch, lstm.from_torch, lstm.torch_lstm],
+        res = call_student(fn, W.copy(), U.copy(), b.copy(), forbid=_LAYOUT_FORBID,
                            label="the conversion to torch's layout", what=where)
         got = _unpack(res, 4, names, where)
         arrays = []
@@ -476,15 +656,16 @@ def to_torch_weights(fn: Callable, hidden: bool = False) -> None:
                 raise GradingError(f"{where}: your {name} has shape {arr.shape}, torch.nn.LSTM({D}, {H}) expects {shape}")
             arrays.append(arr)
         module = torch.nn.LSTM(D, H).double()
+        state = (torch.from_numpy(h0)[None], torch.from_numpy(c0)[None])
         with torch.no_grad():
             for name, arr in zip(("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"), arrays):
                 getattr(module, name).copy_(torch.from_numpy(arr))
-            out, (h_n, c_n) = module(torch.from_numpy(x), (torch.from_numpy(h0)[None], torch.from_numpy(c0)[None]))
-        r_out, (_, r_c), _ = lstm.lstm_forward_stepwise(x, h0, c0, W, U, b)
+            out, (_, c_n) = module(torch.from_numpy(x), state)
+            r_out, (_, r_c) = lstm.torch_lstm(W, U, b)(torch.from_numpy(x), state)
         try:
             k = T * (D + H + 1)
-            _close(out.numpy(), r_out, "torch.nn.LSTM's output with your weights", k=k)
-            _close(c_n[0].numpy(), r_c, "torch.nn.LSTM's final cell state with your weights", k=k)
+            _close(out.numpy(), r_out.numpy(), "torch.nn.LSTM's output with your weights", k=k)
+            _close(c_n[0].numpy(), r_c[0].numpy(), "torch.nn.LSTM's final cell state with your weights", k=k)
         except GradingError as exc:
             raise GradingError(f"{where}:\n{exc}\n{_layout_hint(arrays, W, U, b, H)}") from None
 
@@ -512,40 +693,39 @@ def _layout_hint(arrays: list[np.ndarray], W, U, b, H: int) -> str:
 # --- 7. gradient descent ----------------------------------------------------------------------------
 
 @exercise
-def sgd_step(fn: Callable, hidden: bool = False) -> None:
+def sgd_step(fn: Callable) -> None:
     """``fn(params, grads, lr)`` -> a dict of updated parameters, one per key of ``params``."""
     __tracebackhide__ = True
-    label = "a step of gradient descent"
-    if not hidden:
-        p = lstm.lecture_printed()
-        e = lstm.lecture_example()
-        params = {"W": e["W"], "U": e["U"], "b": e["b"]}
-        grads = {"W": p["dW"], "U": p["dU"], "b": p["db"]}
-        where = "the lecture's update (its printed dW, dU, db, learning rate 0.1)"
-        new = call_student(fn, copy.deepcopy(params), copy.deepcopy(grads), e["lr"], forbid=[lstm.sgd_step],
-                           label=label, what="sgd_step")
-        new = _as_param_dict(new, params, where)
-        hints = " (the slide's rule 'w+ = w + lr * grad(w)' climbs the loss; descend: w - lr * grad)"
-        for k in ("W", "U", "b"):
-            try:
-                _lecture_close(new[k], p[f"new_{k}"], f"new {k}", where)
-            except GradingError as exc:
-                raise GradingError(f"{exc}{hints}") from None
-        g = np.random.default_rng(65)
-        cases = [(_random_params(g, 3, 2, 1), float(g.uniform(0.01, 1)))]
-    else:
-        g = rng(f"{LAB}.sgd_step")
-        cases = [(_random_params(g, int(g.integers(1, 6)), int(g.integers(1, 6)), int(g.integers(1, 3))),
-                  float(g.uniform(1e-3, 2))) for _ in range(4)]
+    p = lstm.lecture_printed()
+    e = lstm.lecture_example()
+    params = {"W": e["W"], "U": e["U"], "b": e["b"]}
+    grads = {"W": p["dW"], "U": p["dU"], "b": p["db"]}
+    where = "the lecture's update (its printed dW, dU, db, learning rate 0.1)"
+    new = call_student(fn, copy.deepcopy(params), copy.deepcopy(grads), e["lr"], label="a step of gradient descent",
+                       what="sgd_step")
+    new = _as_param_dict(new, params, where)
+    hints = " (the slide's rule 'w+ = w + lr * grad(w)' climbs the loss; descend: w - lr * grad)"
+    for k in ("W", "U", "b"):
+        try:
+            _lecture_close(new[k], p[f"new_{k}"], f"new {k}", where)
+        except GradingError as exc:
+            raise GradingError(f"{exc}{hints}") from None
+    g = np.random.default_rng(65)
+    _compare_sgd_step(fn, [(_random_params(g, 3, 2, 1), float(g.uniform(0.01, 1)))], expected(LAB))
+
+
+def _compare_sgd_step(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
+    """Each case ``((params, grads), lr)`` against ``ref.sgd_step``."""
+    __tracebackhide__ = True
     for (params, grads), lr in cases:
         where = f"sgd_step with lr = {lr:.4g} on the keys {sorted(params)}"
-        expected = lstm.sgd_step(params, grads, lr)
-        new = call_student(fn, copy.deepcopy(params), copy.deepcopy(grads), lr, forbid=[lstm.sgd_step],
-                           label=label, what=where)
+        want = ref.sgd_step(params, grads, lr)
+        new = call_student(fn, copy.deepcopy(params), copy.deepcopy(grads), lr, label="a step of gradient descent",
+                           what=where)
         new = _as_param_dict(new, params, where)
         for k in params:
             try:
-                _close(new[k], expected[k], f"new {k}", k=4)
+                _close(new[k], want[k], f"new {k}", k=4)
             except GradingError as exc:
                 raise GradingError(f"{where}:\n{exc}") from None
 
@@ -572,25 +752,6 @@ def _as_param_dict(new: Any, params: Mapping[str, Any], where: str) -> Mapping[s
 
 # --- 8. a training step --------------------------------------------------------------------------
 
-def train_step_reference(params: Mapping[str, Any], x: np.ndarray, y: np.ndarray, lr: float):
-    """One step of gradient descent on an LSTM with a linear read-out.
-
-    ``y_hat_t = h_t Why^T + by``; loss ``E = sum over t, n, k of (y_hat - y)^2 / (2 N)``; the
-    gradient flows from the read-out into ``h_t`` and back through time. Returns
-    ``loss, new_params`` (the loss before the step).
-    """
-    W, U, b, Why, by = (np.asarray(params[k]) for k in ("W", "U", "b", "Why", "by"))
-    T, N, _ = x.shape
-    H = U.shape[1]
-    out, _, caches = lstm.lstm_forward_stepwise(x, np.zeros((N, H)), np.zeros((N, H)), W, U, b)
-    err = out @ Why.T + by - y                                  # (T, N, K)
-    loss = 0.5 * float(np.sum(err ** 2)) / N
-    dy = err / N
-    grads = {"Why": np.einsum("tnk,tnh->kh", dy, out), "by": dy.sum(axis=(0, 1))}
-    _, _, _, grads["W"], grads["U"], grads["b"] = lstm.lstm_backward_stepwise(dy @ Why, caches)
-    return loss, lstm.sgd_step(params, grads, lr)
-
-
 def sine_batch(g: np.random.Generator, T: int, N: int) -> tuple[np.ndarray, np.ndarray]:
     """``x, y`` of shape (T, N, 1): sine waves of random frequency and phase; ``y`` is ``x`` one
     step ahead (predict the next sample)."""
@@ -613,34 +774,29 @@ _TRAIN_K = 10_000      # sums over steps, batch and hidden units, in whatever or
 
 
 @exercise
-def train_step(fn: Callable, hidden: bool = False) -> None:
-    """``fn(params, x, y, lr)`` -> ``loss, new_params`` (checked with the package's
+def train_step(fn: Callable) -> None:
+    """``fn(params, x, y, lr)`` -> ``loss, new_params`` (checked with the expected
     ``lstm_forward``, ``lstm_backward`` and ``sgd_step`` in place of the student's)."""
     __tracebackhide__ = True
-    if not hidden:
-        g = np.random.default_rng(66)
-        cases = [(init_params(g, 1, 5, 1), *sine_batch(g, 6, 3), 0.1)]
-    else:
-        g = rng(f"{LAB}.train_step")
-        cases = []
-        for _ in range(3):
-            D, H, K = int(g.integers(1, 4)), int(g.integers(1, 7)), int(g.integers(1, 3))
-            T, N = int(g.integers(1, 8)), int(g.integers(1, 6))
-            params = init_params(g, D, H, K)
-            params["by"] = g.standard_normal(K)
-            cases.append((params, g.standard_normal((T, N, D)), g.standard_normal((T, N, K)), float(g.uniform(0.01, 1))))
+    g = np.random.default_rng(66)
+    _compare_train_step(fn, [(init_params(g, 1, 5, 1), *sine_batch(g, 6, 3), 0.1)], expected(LAB))
+
+
+def _compare_train_step(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
+    """Each case ``(params, x, y, lr)``: the loss and the new parameters against
+    ``ref.train_step_calls``, whose calls of the earlier exercises stand in for the student's."""
+    __tracebackhide__ = True
     for params, x, y, lr in cases:
         T, N, D = x.shape
         where = f"train_step on T={T}, N={N}, D={D}, H={params['U'].shape[1]}, K={y.shape[2]}, lr={lr:.3g}"
-        r_loss, r_new = train_step_reference(params, x, y, lr)
-        res = run_student(_with_package_versions, fn, ("lstm_forward", "lstm_backward", "sgd_step"),
-                          copy.deepcopy(params), x.copy(), y.copy(), lr, forbid=[*AUTOGRAD, *TORCH_LSTM],
-                          label="a training step", what=where)
+        (r_loss, r_new), calls = ref.train_step_calls(params, x, y, lr)
+        res = run_student(_with_replays, fn, _replays(calls), copy.deepcopy(params), x.copy(), y.copy(), lr,
+                          forbid=[*AUTOGRAD, *TORCH_LSTM, *TORCH_TOOLS], label="a training step", what=where)
         loss, new = _unpack(res, 2, ("loss", "new_params"), where)
         try:
             _close(loss, r_loss, "loss (before the step)", k=_TRAIN_K,
-                         hints={2.0: "a factor of 2: the loss has the lecture's 1/2",
-                                float(N): f"a factor of N = {N}: divide the sum by the batch size"})
+                   hints={2.0: "a factor of 2: the loss has the lecture's 1/2",
+                          float(N): f"a factor of N = {N}: divide the sum by the batch size"})
         except GradingError as exc:
             raise GradingError(f"{where}:\n{exc}") from None
         new = _as_param_dict(new, params, where)
@@ -654,24 +810,21 @@ def train_step(fn: Callable, hidden: bool = False) -> None:
 
 
 # --- questions ----------------------------------------------------------------------------
-
-# The accepted letters, hashed so the answers are not spelled out in the package.
-_ANSWERS = {"cell_gradient": "6f0ccbb04322fd37ddccad7ad2b3eb79",
-            "batched_gemms": "0b13a603ba72b82a5db9f84e7972276c"}
-
+# The visible check says whether an answer is well-formed (@question); the grader judges it.
 
 @exercise
+@question
 def cell_gradient_question(answer: Any) -> None:
-    """Why does the cell state carry gradients over many steps?"""
+    """Why does the cell state carry gradients over many steps? (One letter.)"""
     __tracebackhide__ = True
-    check_choice("lab06", answer, "ABCD", _ANSWERS["cell_gradient"], "write dc_{t-1} in terms of dc_t, as in your "
-                 "lstm_cell_backward; what multiplies it at each step?", question="cell_gradient")
+    letters = choice_letters(answer, "ABCD")
+    if len(letters) != 1:
+        raise GradingError(f"answer with one letter of A-D, got {answer!r}")
 
 
 @exercise
+@question
 def batched_gemms_question(answer: Any) -> None:
-    """Which backward products can be one GEMM over the whole sequence?"""
+    """Which backward products can be one GEMM over the whole sequence? (Every letter that applies.)"""
     __tracebackhide__ = True
-    check_choice("lab06", answer, "ABCD", _ANSWERS["batched_gemms"], "a product can wait until after the time "
-                 "loop when nothing inside the loop needs its result; pick every such product.",
-                 question="batched_gemms")
+    choice_letters(answer, "ABCD")
