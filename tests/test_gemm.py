@@ -1,7 +1,9 @@
-"""gpudl.gemm: every GEMM against NumPy/torch, the traffic model against hand counts and the LRU
-simulation, and the Triton kernel (interpreter on a CPU, compiled and autotuned on a GPU)."""
+"""gpudl.gemm and lab 03's references (``gpudl_instructor.references.lab03``): every GEMM against
+NumPy/torch, the traffic model against hand counts and the LRU simulation, the teaching kernel
+and the tuned Triton GEMM (interpreter on a CPU, compiled and autotuned on a GPU), the benchmarks."""
 from __future__ import annotations
 
+import argparse
 import math
 
 import numpy as np
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 
 from gpudl import benchmarks, gemm
 from gpudl.grading import assert_close, tolerance
+from gpudl_instructor.references import lab03 as ref
 
 CUDA = torch.cuda.is_available()
 
@@ -27,8 +30,8 @@ def _mats(m, k, n, seed=0, dtype=np.float64):
 @given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 6), st.sampled_from(gemm.LOOP_ORDERS))
 def test_every_loop_order_is_a_matmul(m, k, n, order):
     A, B = _mats(m, k, n, seed=m * 100 + k * 10 + n)
-    assert_close(gemm.gemm_loops(A, B, order), A @ B, k=k)
-    assert_close(gemm.gemm_reference(A, B), A @ B, k=k)
+    assert_close(ref.gemm_loops(A, B, order), A @ B, k=k)
+    assert_close(ref.gemm_reference(A, B), A @ B, k=k)
 
 
 def test_outer_products_are_a_matmul():
@@ -39,9 +42,9 @@ def test_outer_products_are_a_matmul():
 def test_bad_shapes_say_what_is_wrong():
     A, B = _mats(3, 4, 5)
     with pytest.raises(ValueError, match="inner dimensions"):
-        gemm.gemm_reference(A, B.T)
+        ref.gemm_reference(A, B.T)
     with pytest.raises(ValueError, match="order must be one of"):
-        gemm.gemm_loops(A, B, "iij")
+        ref.gemm_loops(A, B, "iij")
 
 
 # --- blocked GEMM --------------------------------------------------------------------------
@@ -52,49 +55,49 @@ def test_bad_shapes_say_what_is_wrong():
 def test_blocked_matches_numpy_on_any_shape(shape, block):
     m, k, n = shape
     A, B = _mats(m, k, n)
-    assert_close(gemm.gemm_blocked(A, B, block), A @ B, k=k)
+    assert_close(ref.gemm_blocked(A, B, block), A @ B, k=k)
 
 
 def test_blocked_keeps_float32_and_handles_empty_k():
     A, B = _mats(9, 6, 4, dtype=np.float32)
-    C = gemm.gemm_blocked(A, B, 4)
+    C = ref.gemm_blocked(A, B, 4)
     assert C.dtype == np.float32
     assert_close(C, A.astype(np.float64) @ B, dtype="fp32", k=6)
-    assert np.array_equal(gemm.gemm_blocked(np.zeros((3, 0)), np.zeros((0, 2)), 4), np.zeros((3, 2)))
+    assert np.array_equal(ref.gemm_blocked(np.zeros((3, 0)), np.zeros((0, 2)), 4), np.zeros((3, 2)))
 
 
 @settings(max_examples=20, deadline=None)
 @given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 40), st.integers(1, 20))
 def test_blocked_property(m, k, n, block):
     A, B = _mats(m, k, n, seed=block)
-    assert_close(gemm.gemm_blocked(A, B, block), A @ B, k=k)
+    assert_close(ref.gemm_blocked(A, B, block), A @ B, k=k)
 
 
 # --- the traffic model (hand counts from seed 004) -------------------------------------------
 
 def test_traffic_formulas_by_hand():
     # n = 64, b = 16: N = 4 blocks per side, (2*4 + 2) * 64^2 words
-    assert gemm.blocked_traffic(64, 16) == 40960
+    assert ref.blocked_traffic(64, 16) == 40960
     # one tile: read A and B, read and write C
-    assert gemm.blocked_traffic(10, 64) == 4 * 100
+    assert ref.blocked_traffic(10, 64) == 4 * 100
     # 1x1 tiles: A and B read n times each
-    assert gemm.blocked_traffic(7, 1) == (2 * 7 + 2) * 49
+    assert ref.blocked_traffic(7, 1) == (2 * 7 + 2) * 49
     # not a multiple: N = ceil(100 / 30) = 4
-    assert gemm.blocked_traffic(100, 30) == 10 * 100 ** 2
+    assert ref.blocked_traffic(100, 30) == 10 * 100 ** 2
     assert gemm.naive_traffic(32) == 32 ** 3 + 3 * 32 ** 2
 
 
 def test_intensity_grows_like_the_block():
-    q = gemm.computational_intensity(1024, 32)
+    q = ref.computational_intensity(1024, 32)
     assert q == pytest.approx(2 * 1024 ** 3 / (66 * 1024 ** 2))
     assert 30 < q < 32                                         # ~ n / N = b
-    assert gemm.computational_intensity(1024) == pytest.approx(2.0, rel=0.01)   # unblocked: ~2
+    assert ref.computational_intensity(1024) == pytest.approx(2.0, rel=0.01)   # unblocked: ~2
 
 
 @pytest.mark.parametrize("words, block", [(768, 16), (767, 15), (12288, 64), (3, 1), (11, 1), (12, 2),
                                           (3 * 1182 ** 2, 1182), (3 * 1182 ** 2 - 1, 1181)])
 def test_optimal_block_is_the_largest_that_fits(words, block):
-    b = gemm.optimal_block(words)
+    b = ref.optimal_block(words)
     assert b == block
     assert 3 * b * b <= words < 3 * (b + 1) ** 2
 
@@ -102,9 +105,9 @@ def test_optimal_block_is_the_largest_that_fits(words, block):
 def test_model_inputs_are_validated():
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ValueError):
-            gemm.blocked_traffic(bad, 4)
+            ref.blocked_traffic(bad, 4)
     with pytest.raises(ValueError, match="three tiles"):
-        gemm.optimal_block(2)
+        ref.optimal_block(2)
 
 
 # --- the cache simulator ---------------------------------------------------------------------
@@ -144,20 +147,26 @@ def test_naive_model_matches_the_simulation():
 def test_blocked_model_within_10_percent_of_lru(n, block):
     """The acceptance criterion: with a cache sized for three tiles (and LRU's slack), lines that
     divide the block and n, the model is within 10% of the simulation (here: exact)."""
-    rows = gemm.traffic_table(n, (block,), line_words=4)
+    rows = gemm.traffic_table(n, (block,), line_words=4, model=ref.blocked_traffic)
     assert rows[0]["simulated/model"] == pytest.approx(1.0, abs=0.10)
+
+
+def test_traffic_table_without_a_model_simulates_only():
+    rows = gemm.traffic_table(32, (4, 8), line_words=4)
+    assert [r["block"] for r in rows] == [4, 8] and all("model words" not in r for r in rows)
+    assert rows[0]["simulated words"] > rows[1]["simulated words"]      # bigger tiles move less
 
 
 def test_model_is_an_upper_bound_for_larger_caches():
     for block in (4, 8):
         sim = gemm.simulate_traffic(gemm.blocked_trace(48, block), 2048, 4).words
-        assert sim <= gemm.blocked_traffic(48, block)
+        assert sim <= ref.blocked_traffic(48, block)
 
 
 def test_tiles_that_do_not_fit_move_more_than_the_model():
     cache = gemm.lru_capacity_for_block(8, 4)
     sim = gemm.simulate_traffic(gemm.blocked_trace(48, 24), cache, 4).words
-    assert sim > 1.5 * gemm.blocked_traffic(48, 24)
+    assert sim > 1.5 * ref.blocked_traffic(48, 24)
 
 
 @settings(max_examples=15, deadline=None)
@@ -192,7 +201,7 @@ def test_batched_versions_agree_numpy():
     g = np.random.default_rng(0)
     A, B = g.standard_normal((50, 3, 4)), g.standard_normal((50, 4, 5))
     want = np.stack([a @ b for a, b in zip(A, B)])
-    for fn in (gemm.gemm_batched_loop, gemm.gemm_batched, gemm.gemm_batched_outer):
+    for fn in (gemm.gemm_batched_loop, gemm.gemm_batched, ref.gemm_batched_outer):
         assert_close(fn(A, B), want, k=4)
 
 
@@ -263,6 +272,24 @@ def test_triton_long_k_is_accumulated_in_fp32():
     a = torch.rand(33, 512, generator=g).half().to(DEV)
     b = torch.rand(512, 20, generator=g).half().to(DEV)
     _close_fp(gemm.matmul_triton(a, b, config=gemm.TritonConfig(16, 16, 16, 2)), a, b)
+
+
+def test_teaching_kernel_follows_strides_and_writes_only_c():
+    """The reference of lab 03's Triton exercise: edges, a column-major B, views with long rows."""
+    g = torch.Generator().manual_seed(5)
+    big = torch.randn(60, 80, generator=g).half().to(DEV)
+    a = big[5:38, 3:20]                     # (33, 17), row stride 80
+    b = torch.randn(45, 17, generator=g).half().to(DEV).t()    # (17, 45), column-major
+    buf = torch.full((50, 70), float("nan"), dtype=torch.float16, device=DEV)
+    out = buf[8:41, 8:53]
+    assert ref.triton_matmul(a, b, out, 16, 16, 16, 2) is out
+    _close_fp(out, a, b)
+    outside = buf.clone()
+    outside[8:41, 8:53] = 0
+    assert torch.isnan(outside).sum().item() == buf.numel() - 33 * 45
+    a = torch.rand(20, 300, generator=g).half().to(DEV)
+    b = torch.rand(300, 17, generator=g).half().to(DEV)
+    _close_fp(ref.triton_matmul(a, b, torch.empty(20, 17, dtype=torch.float16, device=DEV), 16, 16, 32, 3), a, b)
 
 
 def test_triton_validates():
@@ -377,8 +404,26 @@ def test_loop_order_reads_tell_all_six_orders_apart():
     assert len({repr(v) for v in seen.values()}) == 6
 
 
+def _bench(module, argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    module.add_arguments(p)
+    return module.run(p.parse_args(argv))
+
+
+@pytest.mark.slow
+def test_course_benchmark_runs():
+    from gpudl.benchmarks import gemm as bench
+
+    table = _bench(bench, ["--quick", "--budget", "0.2"])
+    batched = [r for r in table.rows if r["section"] == "batched cpu"]
+    assert len(batched) == 2 and all(r["value"] > 0 for r in batched)
+    assert not [r for r in table.rows if r["section"] in ("cpu blocked", "traffic")]     # lab 03's answers
+
+
 @pytest.mark.slow
 def test_benchmark_runs_and_the_model_holds():
+    """The instructor's `gpudl bench gemm`: lab 03's references measured, then the course's rows."""
     table = benchmarks.run("gemm", ["--quick", "-n", "256", "--rounds", "1", "--budget", "0.2"])
     traffic = [r for r in table.rows if r["section"] == "traffic"]
     assert len(traffic) >= 4
@@ -386,3 +431,4 @@ def test_benchmark_runs_and_the_model_holds():
     blocked = [r for r in table.rows if r["section"] == "cpu blocked"]
     assert all(r["value"] > 0 for r in blocked)
     assert math.isfinite(blocked[0]["time / np.matmul"])
+    assert [r for r in table.rows if r["section"] == "batched cpu"]

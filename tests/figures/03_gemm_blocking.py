@@ -2,19 +2,36 @@
 import inspect
 
 from gpudl import gemm, hardware
+from gpudl_instructor.references import lab03 as ref
 
 from figures import Figure
 
 V100_TENSOR_CORES_PER_SM = 8          # the lecture's "1 SM has 8 TC"
+_ROWS = {"| a 32 KiB L1 cache, float64 | 4096 | 36 | 35.6 |": 32 * 1024 // 8,
+         "| a 1 MiB L2 cache, float64 | 131072 | 209 | 195.0 |": 2**20 // 8,
+         "| an H100 SM's 228 KiB shared memory, FP16 | 116736 | 197 | 186.2 |": 228 * 1024 // 2}
+
+
+def _recorded_model(ns):
+    """The lecture's recorded model counts, if every one is the reference's (else NaN)."""
+    want = [ref.blocked_traffic(64, b) for b in ns["traffic_blocks"]]
+    return ns["model_words"][ns["traffic_blocks"].index(16)] if ns["model_words"] == want else float("nan")
+
 
 FIGURES = [
     Figure("`q = 2 n^3 / m ~ 2`", 2, lambda ns: 2 * 4096**3 / gemm.naive_traffic(4096), rtol=0.01),
     Figure("are worst, by about 22x", 22, lambda ns: ns["words"]["jki"] / ns["words"]["ikj"], rtol=0.03),
     Figure("are worst, by about 22x", 22, lambda ns: ns["words"]["kji"] / ns["words"]["ikj"], rtol=0.03),
+    *[Figure(row, words, lambda ns, w=words: w) for row, words in _ROWS.items()],
+    *[Figure(row, int(row.split("|")[3]), lambda ns, w=words: ref.optimal_block(w)) for row, words in _ROWS.items()],
+    *[Figure(row, float(row.split("|")[4]), lambda ns, w=words: ref.computational_intensity(4096, ref.optimal_block(w)),
+             rtol=0.0, atol=0.05) for row, words in _ROWS.items()],
+    Figure("for b = 16, N = 4: (2 x 4 + 2) x 64^2 = 40960 words", 40960, _recorded_model),
     Figure("it needs about **1.5x** the room of the three tiles", 1.5,
            lambda ns: inspect.signature(gemm.lru_capacity_for_block).parameters["slack"].default),
     Figure("the simulation moves about 2.5x the model", 2.5,
-           lambda ns: gemm.traffic_table(64, [2], line_words=4)[0]["simulated/model"], rtol=0.03),
+           lambda ns: gemm.traffic_table(64, [2], line_words=4, model=ref.blocked_traffic)[0]["simulated/model"],
+           rtol=0.03),
     Figure("on Volta, a 4 x 4 x 4 product per clock per tensor core", 4,
            lambda ns: (hardware.SPECS["V100"].tensor_fma_per_sm["fp16"] / V100_TENSOR_CORES_PER_SM) ** (1 / 3),
            rtol=1e-9),

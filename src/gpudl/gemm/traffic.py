@@ -1,16 +1,17 @@
-"""The traffic blocking saves: the lecture's model, and an LRU cache simulator to check it against.
+"""The traffic blocking saves: an LRU cache simulator to check the lecture's model against.
 
 With ``N`` blocks per side of an ``n x n`` matrix (tiles of ``b = n / N``), blocked GEMM moves
 ``m = (2N + 2) n^2`` words between slow and fast memory, so it does ``q = f / m ~ b`` FLOPs per
 word, if three ``b x b`` tiles fit in the fast memory of ``M`` words: ``b <= sqrt(M / 3)``.
-The unblocked loop moves ``n^3 + 3 n^2`` words: about 2 FLOPs per word.
+Lab 03 has you write that model (``blocked_traffic``, ``optimal_block``); this module holds what
+it is checked against. The unblocked loop moves ``n^3 + 3 n^2`` words: about 2 FLOPs per word.
 
-``naive_traffic``, ``blocked_traffic``, ``computational_intensity``, ``optimal_block``
-                                the model
+``naive_traffic``               the unblocked loop's words (the lecture)
 ``Trace``, ``loop_trace``, ``blocked_trace``   the memory accesses of a loop nest, as word addresses
 ``CacheStats``, ``simulate_traffic``   an LRU cache (capacity, line size) that counts the words a
                                 trace moves
-``lru_capacity_for_block``, ``traffic_table``   the cache the model assumes; simulated vs modelled
+``lru_capacity_for_block``, ``traffic_table``   the cache the model assumes; simulated traffic per
+                                block (next to a model you pass, e.g. your ``blocked_traffic``)
 ``cpu_cache_bytes``             this CPU's cache sizes, to choose a block
 """
 from __future__ import annotations
@@ -19,15 +20,14 @@ import math
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..bench import gemm_flops       # 2 M N K: Unit 02's count, for q = f / m
 from ..references import reference
 from .loops import LOOP_ORDERS
 
-# --- the traffic model (the lecture) -------------------------------------------------------------
+# --- the unblocked loop's traffic (the lecture) ---------------------------------------------------
 
 def _positive(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -40,41 +40,10 @@ def naive_traffic(n: int) -> int:
     """Words moved between slow and fast memory by the unblocked ``ijk`` loop on ``n x n``
     matrices, when fast memory holds a row of A (and a few words) but not B:
     each row of A read once (n^2), each column of B read once per row of C (n^3), each
-    entry of C read and written once (2 n^2): ``n^3 + 3 n^2``, about 2 FLOPs per word."""
+    entry of C read and written once (2 n^2): ``n^3 + 3 n^2``, about 2 FLOPs per word.
+    Marked as a reference so that lab 03's traffic exercise cannot call it."""
     n = _positive("n", n)
     return n ** 3 + 3 * n ** 2
-
-
-@reference
-def blocked_traffic(n: int, block: int) -> int:
-    """Words moved by blocked GEMM on ``n x n`` matrices with ``block x block`` tiles (the lecture).
-
-    With ``N = ceil(n / block)`` blocks per side: for every tile ``C_ij`` (read once, written
-    once: 2 n^2 in all), the N tiles of block row ``A_i*`` and the N tiles of block column
-    ``B_*j`` are read: each of A and B is read N times, ``2 N n^2``. In all
-    ``(2N + 2) n^2``. Edge tiles are smaller, so the count holds for any n.
-    """
-    n, block = _positive("n", n), _positive("block", block)
-    blocks = -(-n // block)                              # ceil(n / block)
-    return (2 * blocks + 2) * n * n
-
-
-@reference
-def computational_intensity(n: int, block: int | None = None) -> float:
-    """``q = f / m``: FLOPs per word moved, ``2 n^3 / ((2N + 2) n^2)`` blocked (about the block
-    size), ``2 n^3 / (n^3 + 3 n^2)`` (about 2) unblocked (``block=None``)."""
-    words = naive_traffic(n) if block is None else blocked_traffic(n, block)
-    return gemm_flops(n, n, n) / words
-
-
-@reference
-def optimal_block(fast_memory_words: int) -> int:
-    """The largest block ``b`` whose three tiles (of A, B and C) fit in fast memory:
-    ``3 b^2 <= M``, so ``b = floor(sqrt(M / 3))`` (the lecture)."""
-    words = _positive("fast_memory_words", fast_memory_words)
-    if words < 3:
-        raise ValueError(f"three tiles of even 1 word need 3 words of fast memory, got {words}")
-    return math.isqrt(words // 3)
 
 
 # --- the cache simulator -----------------------------------------------------------------------
@@ -263,18 +232,23 @@ def lru_capacity_for_block(block: int, line_words: int = 1, slack: float = 1.5) 
 
 
 def traffic_table(n: int = 64, blocks: Sequence[int] = (4, 8, 16, 32), *, line_words: int = 4,
-                  capacity_words: int | None = None) -> list[dict[str, Any]]:
-    """Simulated (LRU) vs modelled words moved by blocked GEMM on ``n x n``, for each block.
+                  capacity_words: int | None = None,
+                  model: Callable[[int, int], int] | None = None) -> list[dict[str, Any]]:
+    """Simulated (LRU) words moved by blocked GEMM on ``n x n``, for each block; with ``model``
+    (a function ``(n, block) -> words``, such as lab 03's ``blocked_traffic``), also the
+    modelled words and the ratio simulated / model.
 
     By default each block gets the cache ``lru_capacity_for_block`` sizes for it (the model's
     fast memory); pass ``capacity_words`` to give every block the same cache instead. The
-    model is exact when the line size divides ``n`` and the block; a larger cache moves no
-    more (LRU misses never grow with capacity), so the model is then an upper bound."""
+    lecture's model is exact when the line size divides ``n`` and the block; a larger cache
+    moves no more (LRU misses never grow with capacity), so the model is then an upper bound."""
     rows = []
     for b in blocks:
         cap = capacity_words or lru_capacity_for_block(b, line_words)
         sim = simulate_traffic(blocked_trace(n, b), cap, line_words).words
-        model = blocked_traffic(n, b)
-        rows.append({"n": n, "block": b, "cache words": cap, "line words": line_words,
-                     "simulated words": sim, "model words": model, "simulated/model": sim / model})
+        row = {"n": n, "block": b, "cache words": cap, "line words": line_words, "simulated words": sim}
+        if model is not None:
+            words = model(n, b)
+            row |= {"model words": words, "simulated/model": sim / words}
+        rows.append(row)
     return rows
