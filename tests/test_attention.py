@@ -1,5 +1,8 @@
-"""gpudl.attention against torch: softmax, general attention, SDPA, multi-head self-attention,
-the online softmax, flash attention in NumPy and Triton, and the counts beside them."""
+"""Attention against torch: the course edition's tools (``gpudl.attention``: general attention,
+masks, torch's weights, the naive torch form, the counts and memory models) and lab 07's answers,
+which live in the instructor's part (``gpudl_instructor.references.lab07``: softmax, SDPA,
+multi-head self-attention, the online softmax, flash attention in NumPy and Triton, FLOPs), and
+the instructor's ``gpudl bench attention``."""
 from __future__ import annotations
 
 import math
@@ -14,8 +17,10 @@ from hypothesis.extra import numpy as hnp
 from torch.utils.flop_counter import FlopCounterMode
 
 from gpudl import attention as A
-from gpudl import benchmarks
-from gpudl.grading import assert_close, tolerance
+from gpudl.grading import assert_close, guard, tolerance
+from gpudl.references import ReferenceUsedError
+from gpudl_instructor.benchmarks import attention as bench
+from gpudl_instructor.references import lab07 as R
 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
@@ -40,20 +45,20 @@ def torch_sdpa(q, k, v, **kw):
                   elements=st.floats(-50, 50)), st.integers(-3, 2))
 def test_softmax_matches_torch_on_any_axis(x, axis):
     axis = axis % x.ndim
-    assert_close(A.softmax(x, axis=axis), torch.softmax(torch.from_numpy(x), dim=axis).numpy())
+    assert_close(R.softmax(x, axis=axis), torch.softmax(torch.from_numpy(x), dim=axis).numpy())
 
 
 def test_softmax_is_stable_for_large_scores():
     x = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1001.0, -1002.0]])
     with np.errstate(over="raise"):
-        out = A.softmax(x)
+        out = R.softmax(x)
     e = np.exp([0.0, 1.0, 2.0])          # shifting a row changes nothing
     assert_close(out[0], e / e.sum())
     assert_close(out[1], e[::-1] / e.sum())
 
 
 def test_softmax_of_an_all_masked_row_is_zero():
-    out = A.softmax(np.array([[-np.inf, -np.inf], [0.0, -np.inf]]))
+    out = R.softmax(np.array([[-np.inf, -np.inf], [0.0, -np.inf]]))
     assert np.array_equal(out, [[0.0, 0.0], [1.0, 0.0]])
 
 
@@ -100,12 +105,12 @@ SHAPES = [((), 1, 1, 4, 4), ((2,), 5, 5, 8, 8), ((2, 3), 7, 12, 16, 5), ((1, 2),
 @pytest.mark.parametrize("causal", [False, True])
 def test_sdpa_matches_torch(batch, lq, lk, d, dv, causal):
     q, k, v = rand(*batch, lq, d, seed=1), rand(*batch, lk, d, seed=2), rand(*batch, lk, dv, seed=3)
-    assert_close(A.scaled_dot_product_attention(q, k, v, causal=causal), torch_sdpa(q, k, v, is_causal=causal), k=d)
+    assert_close(R.scaled_dot_product_attention(q, k, v, causal=causal), torch_sdpa(q, k, v, is_causal=causal), k=d)
 
 
 def test_sdpa_scale_and_broadcast_batch():
     q, k, v = rand(2, 1, 6, 4, seed=1), rand(1, 3, 9, 4, seed=2), rand(1, 3, 9, 4, seed=3)
-    out = A.scaled_dot_product_attention(q, k, v, scale=0.3)
+    out = R.scaled_dot_product_attention(q, k, v, scale=0.3)
     assert out.shape == (2, 3, 6, 4)
     assert_close(out, torch_sdpa(np.broadcast_to(q, (2, 3, 6, 4)), np.broadcast_to(k, (2, 3, 9, 4)),
                                  np.broadcast_to(v, (2, 3, 9, 4)), scale=0.3), k=4)
@@ -116,7 +121,7 @@ def test_sdpa_bool_mask_with_fully_masked_rows_gives_zeros_like_torch():
     mask = np.random.default_rng(4).random((2, 6, 8)) < 0.5
     mask[0, 2] = False                      # query 2 of batch 0 may attend to nothing
     mask[1, 5] = False
-    out = A.scaled_dot_product_attention(q, k, v, mask=mask)
+    out = R.scaled_dot_product_attention(q, k, v, mask=mask)
     assert np.all(out[0, 2] == 0) and np.all(out[1, 5] == 0) and np.isfinite(out).all()
     assert_close(out, torch_sdpa(q, k, v, attn_mask=mask), k=4)
 
@@ -124,14 +129,14 @@ def test_sdpa_bool_mask_with_fully_masked_rows_gives_zeros_like_torch():
 def test_sdpa_float_mask_is_added():
     q, k, v = rand(5, 4, seed=1), rand(7, 4, seed=2), rand(7, 4, seed=3)
     bias = rand(5, 7, seed=4)
-    assert_close(A.scaled_dot_product_attention(q, k, v, mask=bias), torch_sdpa(q, k, v, attn_mask=bias), k=4)
+    assert_close(R.scaled_dot_product_attention(q, k, v, mask=bias), torch_sdpa(q, k, v, attn_mask=bias), k=4)
 
 
 def test_sdpa_causal_combines_with_a_mask():
     q, k, v = rand(6, 4, seed=1), rand(6, 4, seed=2), rand(6, 4, seed=3)
     mask = np.random.default_rng(5).random((6, 6)) < 0.7
     combined = mask & np.tril(np.ones((6, 6), bool))
-    assert_close(A.scaled_dot_product_attention(q, k, v, mask=mask, causal=True),
+    assert_close(R.scaled_dot_product_attention(q, k, v, mask=mask, causal=True),
                  torch_sdpa(q, k, v, attn_mask=combined), k=4)
 
 
@@ -143,14 +148,14 @@ def test_causal_mask_is_top_left_aligned_like_torch():
 
 def test_sdpa_keeps_float32():
     q = rand(4, 8, dtype=np.float32)
-    assert A.scaled_dot_product_attention(q, q, q).dtype == np.float32
+    assert R.scaled_dot_product_attention(q, q, q).dtype == np.float32
 
 
 def test_sdpa_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="head dimension"):
-        A.scaled_dot_product_attention(rand(3, 4), rand(3, 5), rand(3, 5))
+        R.scaled_dot_product_attention(rand(3, 4), rand(3, 5), rand(3, 5))
     with pytest.raises(ValueError, match="one row per key"):
-        A.scaled_dot_product_attention(rand(3, 4), rand(3, 4), rand(2, 4))
+        R.scaled_dot_product_attention(rand(3, 4), rand(3, 4), rand(2, 4))
 
 
 # --- multi-head self-attention --------------------------------------------------------------
@@ -176,7 +181,7 @@ def test_multihead_self_attention_matches_torch(heads, bias, causal):
     mask = torch.from_numpy(~A.causal_mask(n)) if causal else None          # torch: True = may NOT attend
     expected = mha(tx, tx, tx, need_weights=False, attn_mask=mask)[0].detach().numpy()
     w = A.weights_from_torch(mha)
-    out = A.multihead_self_attention(x, w.w_q, w.w_k, w.w_v, w.w_o, heads, causal=causal,
+    out = R.multihead_self_attention(x, w.w_q, w.w_k, w.w_v, w.w_o, heads, causal=causal,
                                      b_q=w.b_q, b_k=w.b_k, b_v=w.b_v, b_o=w.b_o)
     assert_close(out, expected, k=d)
 
@@ -191,7 +196,7 @@ def test_multihead_self_attention_with_key_padding_matches_torch():
     tx = torch.from_numpy(x)
     expected = mha(tx, tx, tx, key_padding_mask=torch.from_numpy(padding), need_weights=False)[0].detach().numpy()
     w = A.weights_from_torch(mha)
-    out = A.multihead_self_attention(x, *w[:4], heads, mask=~padding[:, None, None, :],
+    out = R.multihead_self_attention(x, *w[:4], heads, mask=~padding[:, None, None, :],
                                      b_q=w.b_q, b_k=w.b_k, b_v=w.b_v, b_o=w.b_o)
     assert_close(out, expected, k=d)
 
@@ -203,22 +208,22 @@ def test_multihead_self_attention_unbatched_and_rectangular_weights():
     q, k, v = x @ w_q, x @ w_k, x @ w_v
     heads = [torch_sdpa(q[:, 4 * h:4 * h + 4], k[:, 4 * h:4 * h + 4], v[:, 2 * h:2 * h + 2]) for h in range(2)]
     expected = np.concatenate(heads, axis=-1) @ w_o
-    assert_close(A.multihead_self_attention(x, w_q, w_k, w_v, w_o, 2), expected, k=8)
+    assert_close(R.multihead_self_attention(x, w_q, w_k, w_v, w_o, 2), expected, k=8)
 
 
 def test_split_heads_gives_each_head_its_columns():
     x = rand(2, 5, 12)
-    h = A.split_heads(x, 3)
+    h = R.split_heads(x, 3)
     assert h.shape == (2, 3, 5, 4)
     for i in range(3):
         assert np.array_equal(h[:, i], x[..., 4 * i:4 * i + 4])
-    assert np.array_equal(A.merge_heads(h), x)
+    assert np.array_equal(R.merge_heads(h), x)
 
 
 def test_multihead_rejects_torch_layout_weights():
     x = rand(4, 6)
     with pytest.raises(ValueError, match="D_x=6 rows"):
-        A.multihead_self_attention(x, rand(8, 6), rand(8, 6), rand(8, 6), rand(8, 6), 2)
+        R.multihead_self_attention(x, rand(8, 6), rand(8, 6), rand(8, 6), rand(8, 6), 2)
 
 
 # --- the online softmax -----------------------------------------------------------------------
@@ -230,11 +235,11 @@ def test_merging_block_states_in_any_order_gives_softmax(n, dv, cuts, spread):
     s = g.standard_normal((3, n)) * spread               # large spreads: exp would overflow unshifted
     v = g.standard_normal((n, dv))
     edges = sorted({0, n, *[c for c in cuts if c < n]})
-    states = [A.softmax_block_state(s[:, a:b], v[a:b]) for a, b in zip(edges, edges[1:])]
+    states = [R.softmax_block_state(s[:, a:b], v[a:b]) for a, b in zip(edges, edges[1:])]
     order = g.permutation(len(states))
     m, l, acc = np.full(3, -np.inf), np.zeros(3), np.zeros((3, dv))
     for i in order:
-        m, l, acc = A.online_softmax_merge(m, l, acc, *states[i])
+        m, l, acc = R.online_softmax_merge(m, l, acc, *states[i])
     expected = torch.softmax(torch.from_numpy(s), -1).numpy() @ v
     # each output is a weighted mean of v's values, and may cancel to far less than them: its
     # rounding error is judged against the size of v, not of the (maybe tiny) outputs
@@ -246,17 +251,17 @@ def test_merging_block_states_in_any_order_gives_softmax(n, dv, cuts, spread):
 def test_merge_with_empty_blocks():
     empty = (np.array([-np.inf, -np.inf]), np.zeros(2), np.zeros((2, 3)))
     half = (np.array([2.0, -np.inf]), np.array([1.5, 0.0]), np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]))
-    m, l, acc = A.online_softmax_merge(*empty, *half)
+    m, l, acc = R.online_softmax_merge(*empty, *half)
     assert np.array_equal(m, half[0]) and np.array_equal(l, half[1]) and np.array_equal(acc, half[2])
-    m, l, acc = A.online_softmax_merge(*empty, *empty)
+    m, l, acc = R.online_softmax_merge(*empty, *empty)
     assert np.array_equal(m, [-np.inf, -np.inf]) and not np.any(l) and not np.any(acc) and not np.isnan(acc).any()
 
 
 def test_merge_rescales_the_accumulators_by_hand():
     # block a: scores [0] with value 1; block b: scores [log 3] with value 2 -> weights 1/4, 3/4
-    a = A.softmax_block_state(np.array([[0.0]]), np.array([[1.0]]))
-    b = A.softmax_block_state(np.array([[math.log(3.0)]]), np.array([[2.0]]))
-    m, l, acc = A.online_softmax_merge(*a, *b)
+    a = R.softmax_block_state(np.array([[0.0]]), np.array([[1.0]]))
+    b = R.softmax_block_state(np.array([[math.log(3.0)]]), np.array([[2.0]]))
+    m, l, acc = R.online_softmax_merge(*a, *b)
     assert_close(m, [math.log(3.0)])
     assert_close(l, [1.0 / 3.0 + 1.0])
     assert_close(acc / l[:, None], [[0.25 * 1.0 + 0.75 * 2.0]])
@@ -272,22 +277,22 @@ FLASH_CASES = [(lq, lk, block) for lq, lk in [(1, 1), (15, 15), (16, 16), (17, 1
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_attention_matches_torch(lq, lk, block, causal):
     q, k, v = rand(2, lq, 8, seed=1), rand(2, lk, 8, seed=2), rand(2, lk, 5, seed=3)
-    assert_close(A.flash_attention(q, k, v, block, causal=causal), torch_sdpa(q, k, v, is_causal=causal), k=8)
+    assert_close(R.flash_attention(q, k, v, block, causal=causal), torch_sdpa(q, k, v, is_causal=causal), k=8)
 
 
 def test_flash_attention_broadcasts_and_keeps_dtype():
     q, k, v = rand(3, 1, 20, 8, seed=1, dtype=np.float32), rand(1, 2, 30, 8, seed=2, dtype=np.float32), \
         rand(1, 2, 30, 8, seed=3, dtype=np.float32)
-    out = A.flash_attention(q, k, v, 16, scale=0.5)
+    out = R.flash_attention(q, k, v, 16, scale=0.5)
     assert out.shape == (3, 2, 20, 8) and out.dtype == np.float32
-    assert_close(out, A.scaled_dot_product_attention(q, k, v, scale=0.5), k=8)
+    assert_close(out, R.scaled_dot_product_attention(q, k, v, scale=0.5), k=8)
 
 
 def test_flash_attention_memory_is_linear_and_naive_is_quadratic():
     n, d = 2048, 32
     q, k, v = rand(n, d, seed=1), rand(n, d, seed=2), rand(n, d, seed=3)
-    _, naive = A.peak_traced_bytes(A.scaled_dot_product_attention, q, k, v)
-    _, flash = A.peak_traced_bytes(A.flash_attention, q, k, v, 64)
+    _, naive = A.peak_traced_bytes(R.scaled_dot_product_attention, q, k, v)
+    _, flash = A.peak_traced_bytes(R.flash_attention, q, k, v, 64)
     scores = n * n * 8
     assert naive >= scores, f"naive attention must hold the {scores} bytes of scores, traced {naive}"
     assert flash < 4 * n * d * 8, f"flash attention should hold O(L d) = {n * d * 8} bytes, traced {flash}"
@@ -322,7 +327,7 @@ def _tol_dtype(dtype, plain):
     return {torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
 
 
-@pytest.mark.parametrize("fn", [A.flash_attention_triton, A.flash_attention_triton_plain], ids=["tuned", "plain"])
+@pytest.mark.parametrize("fn", [R.flash_attention_triton, R.flash_attention_triton_plain], ids=["tuned", "plain"])
 @pytest.mark.parametrize("lq, lk, d", TRITON_CASES)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
@@ -332,10 +337,10 @@ def test_triton_flash_attention_matches_torch(fn, lq, lk, d, causal, dtype):
     expected = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
     out = fn(q, k, v, causal=causal)
     assert out.dtype == dtype and out.shape == (2, 3, lq, d)
-    assert_close(out, expected, dtype=_tol_dtype(dtype, fn is A.flash_attention_triton_plain), k=d)
+    assert_close(out, expected, dtype=_tol_dtype(dtype, fn is R.flash_attention_triton_plain), k=d)
 
 
-@pytest.mark.parametrize("fn", [A.flash_attention_triton, A.flash_attention_triton_plain], ids=["tuned", "plain"])
+@pytest.mark.parametrize("fn", [R.flash_attention_triton, R.flash_attention_triton_plain], ids=["tuned", "plain"])
 def test_triton_flash_attention_takes_strided_and_broadcast_inputs(fn):
     g = torch.Generator().manual_seed(3)
     x = torch.randn(2, 21, 3, 16, generator=g).to(DEVICE)      # (B, L, H, d), as a projection leaves it
@@ -343,18 +348,18 @@ def test_triton_flash_attention_takes_strided_and_broadcast_inputs(fn):
     k = torch.randn(1, 3, 19, 16, generator=g).to(DEVICE)        # broadcast over the batch
     expected = F.scaled_dot_product_attention(q.double(), k.double().expand(2, -1, -1, -1),
                                               k.double().expand(2, -1, -1, -1), scale=0.7)
-    assert_close(fn(q, k, k, scale=0.7), expected, dtype=_tol_dtype(torch.float32, fn is A.flash_attention_triton_plain),
+    assert_close(fn(q, k, k, scale=0.7), expected, dtype=_tol_dtype(torch.float32, fn is R.flash_attention_triton_plain),
                  k=16)
 
 
 def test_triton_flash_attention_rejects_bad_input():
     q = torch.randn(4, 16, device=DEVICE)
     with pytest.raises(TypeError, match="torch tensors"):
-        A.flash_attention_triton(q.cpu().numpy(), q, q)
+        R.flash_attention_triton(q.cpu().numpy(), q, q)
     with pytest.raises(TypeError, match="share one of"):
-        A.flash_attention_triton(q, q.half(), q)
+        R.flash_attention_triton(q, q.half(), q)
     with pytest.raises(ValueError, match="v's head dimension"):
-        A.flash_attention_triton(q, q, torch.randn(4, 32, device=DEVICE))
+        R.flash_attention_triton(q, q, torch.randn(4, 32, device=DEVICE))
 
 
 # Each new (length bucket, head dim, causal, dtype) autotunes the kernel once: a handful of cases, not a grid.
@@ -369,7 +374,7 @@ GPU_CASES = [(1000, 64, False, torch.float16), (1000, 64, True, torch.float16), 
 def test_tuned_triton_on_gpu_at_scale(n, d, causal, dtype):
     q, k, v = (torch.randn(2, 4, n, d, device="cuda", dtype=dtype) for _ in range(3))
     expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
-    assert_close(A.flash_attention_triton(q, k, v, causal=causal), expected, dtype=_tol_dtype(dtype, False), k=d)
+    assert_close(R.flash_attention_triton(q, k, v, causal=causal), expected, dtype=_tol_dtype(dtype, False), k=d)
 
 
 @pytest.mark.gpu
@@ -379,15 +384,15 @@ def test_tuned_triton_relaunch_matches_the_first_launch(causal):
     # the first call autotunes and launches through the JIT; later calls relaunch the compiled kernel
     # directly: same bits, and a misaligned view (another specialization) still right
     q, k, v = (torch.randn(2, 3, 200, 64, device="cuda", dtype=torch.float16) for _ in range(3))
-    first = A.flash_attention_triton(q, k, v, causal=causal)
+    first = R.flash_attention_triton(q, k, v, causal=causal)
     for _ in range(2):
-        assert torch.equal(A.flash_attention_triton(q, k, v, causal=causal), first)
+        assert torch.equal(R.flash_attention_triton(q, k, v, causal=causal), first)
     big = torch.randn(2, 3, 201 * 64 + 1, device="cuda", dtype=torch.float16)
     odd = big[..., 1:].view(2, 3, 201, 64)[:, :, :200]           # 2-byte offset: not 16-byte aligned
     odd.copy_(q)
     expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     assert_close(first, expected, dtype="fp16", k=64)
-    assert_close(A.flash_attention_triton(odd, k, v, causal=causal), expected, dtype="fp16", k=64)
+    assert_close(R.flash_attention_triton(odd, k, v, causal=causal), expected, dtype="fp16", k=64)
 
 
 @pytest.mark.gpu
@@ -407,14 +412,14 @@ def test_naive_attention_torch_matches_sdpa():
 # --- counts ------------------------------------------------------------------------------------
 
 def test_attention_flops_by_hand_and_against_torch():
-    assert A.attention_flops(4, 4, 2) == 2 * 16 * (2 + 2)                 # 16 pairs, 2 + 2 multiply-adds each
-    assert A.attention_flops(4, 4, 2, causal=True) == 2 * 10 * 4          # 1 + 2 + 3 + 4 visible pairs
-    assert A.attention_flops(5, 3, 2, causal=True) == 2 * int(A.causal_mask(5, 3).sum()) * 4
-    assert A.attention_flops(3, 5, 2, causal=True) == 2 * int(A.causal_mask(3, 5).sum()) * 4
+    assert R.attention_flops(4, 4, 2) == 2 * 16 * (2 + 2)                 # 16 pairs, 2 + 2 multiply-adds each
+    assert R.attention_flops(4, 4, 2, causal=True) == 2 * 10 * 4          # 1 + 2 + 3 + 4 visible pairs
+    assert R.attention_flops(5, 3, 2, causal=True) == 2 * int(A.causal_mask(5, 3).sum()) * 4
+    assert R.attention_flops(3, 5, 2, causal=True) == 2 * int(A.causal_mask(3, 5).sum()) * 4
     q, k, v = torch.randn(2, 3, 37, 16), torch.randn(2, 3, 50, 16), torch.randn(2, 3, 50, 8)
     with FlopCounterMode(display=False) as counter:
         F.scaled_dot_product_attention(q, k, v)
-    assert A.attention_flops(37, 50, 16, 8, batch=6) == counter.get_total_flops()
+    assert R.attention_flops(37, 50, 16, 8, batch=6) == counter.get_total_flops()
 
 
 def test_multihead_counts_against_torch():
@@ -456,11 +461,20 @@ def test_memory_models():
         A.attention_workspace_bytes(8, 8, 8, method="tiled")
 
 
-# --- the benchmark -----------------------------------------------------------------------------
+# --- the benchmark (the instructor's) -------------------------------------------------------------
+
+def run_bench(argv):
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    bench.add_arguments(p)
+    return bench.run(p.parse_args(argv))
+
 
 @pytest.mark.slow
 def test_benchmark_table():
-    table = benchmarks.run("attention", ["--lengths", "256", "512", "--memory"])
+    table = run_bench(["--lengths", "256", "512", "--memory"])
     peaks = {(r["L"], r["method"]): r["peak MiB (traced)"] for r in table.rows}
     assert peaks[(512, "naive")] > 3 * peaks[(256, "naive")]      # quadratic
     assert peaks[(512, "flash")] < 3 * peaks[(256, "flash")]      # linear
@@ -468,10 +482,54 @@ def test_benchmark_table():
     assert "attention_memory" in table.figures
 
 
-def test_the_old_benchmarks_spelling_runs_the_registered_benchmark():
-    # course/07_attention.ipynb's GPU cell calls attention.BENCHMARKS["attention"](["--quick"])
-    table = A.BENCHMARKS["attention"](["--lengths", "32", "64", "--memory"])
+def test_small_benchmark_rows():
+    table = run_bench(["--lengths", "32", "64", "--memory"])
     assert [(r["L"], r["method"]) for r in table.rows] == [(32, "naive"), (32, "flash"), (64, "naive"), (64, "flash")]
-    assert table.title == benchmarks.run("attention", ["--lengths", "32", "--memory"]).title
-    with pytest.raises(AttributeError):
-        A.NO_SUCH_NAME
+
+
+# --- the course edition holds no answer ---------------------------------------------------------
+
+ANSWERS = ("softmax", "scaled_dot_product_attention", "split_heads", "merge_heads", "multihead_self_attention",
+           "softmax_block_state", "online_softmax_merge", "flash_attention", "attention_flops",
+           "flash_attention_triton", "flash_attention_triton_plain", "attention_plain_kernel", "attention_tuned_kernel")
+
+
+def test_the_answers_live_in_the_instructors_part_only():
+    for name in ANSWERS:
+        assert not hasattr(A, name), f"gpudl.attention.{name} is an answer of lab 07"
+        assert getattr(R, name, None) is not None, name
+    assert not hasattr(A, "BENCHMARKS")
+
+
+def test_course_tools_built_on_torch_are_refused_where_torch_is():
+    # lab 07's checks forbid torch's softmax and SDPA: the course tools built on them cannot score
+    q, x = rand(3, 8, seed=1), rand(7, 8, seed=2)
+    with pytest.raises(ReferenceUsedError):
+        with guard("torch.softmax", "torch.nn.functional.softmax"):
+            A.general_attention(q, x)
+    t = torch.from_numpy(x)
+    with pytest.raises(ReferenceUsedError):
+        with guard("torch.softmax", "torch.nn.functional.softmax"):
+            A.naive_attention_torch(t, t, t)
+
+
+def test_the_lectures_recorded_memory_is_what_the_references_take():
+    # course/07_attention.ipynb records the peak NumPy memory of naive and tiled attention (it may not
+    # run the answers): the values are what the references take now
+    import ast
+    import re
+    from pathlib import Path
+
+    from gpudl import notebooks
+
+    nb = notebooks.read(Path(__file__).resolve().parents[1] / "course" / "07_attention.ipynb")
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    recorded = {name: ast.literal_eval(re.search(rf"^{name} = (\[.*\])$", source, re.M).group(1))
+                for name in ("lengths", "naive_mib", "flash_mib")}
+    g = np.random.default_rng(0)
+    for n, naive_mib, flash_mib in zip(recorded["lengths"], recorded["naive_mib"], recorded["flash_mib"]):
+        q, k, v = (g.standard_normal((n, 64)).astype(np.float32) for _ in range(3))
+        _, naive = A.peak_traced_bytes(R.scaled_dot_product_attention, q, k, v)
+        _, flash = A.peak_traced_bytes(R.flash_attention, q, k, v, 64)
+        assert naive / 2**20 == pytest.approx(naive_mib, rel=0.05), n
+        assert flash / 2**20 == pytest.approx(flash_mib, rel=0.05), n

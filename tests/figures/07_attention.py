@@ -8,17 +8,16 @@ MEASURED = ("measured on an H200 (November 2026); a CPU run cannot reproduce it 
 D = 1024
 
 
-def _n_where_projections_equal_attention_over_d():
-    """N / D at N = 2D, scaled by attention / projection FLOPs there (1 when they are equal)."""
-    n = 2 * D
-    attn = attention.attention_flops(n, n, D // 16, batch=16)
-    proj = attention.multihead_self_attention_flops(n, D, 16) - attn
-    return n / D * attn / proj
+def _n_where_projections_equal_attention_over_d(ns):
+    """N / D at N = 2D, scaled by attention / projection FLOPs there (1 when they are equal), from
+    the lecture's cell (its ``proj`` is 8 N D^2; its ``attn`` what the package's count leaves)."""
+    i = list(ns["ns"]).index(2 * D)
+    return 2 * ns["attn"][i] / ns["proj"][i]
 
 
 FIGURES = [
     # 4. Where the FLOPs are
-    Figure("They are equal at $N = 2D$", 2, lambda ns: _n_where_projections_equal_attention_over_d()),
+    Figure("They are equal at $N = 2D$", 2, _n_where_projections_equal_attention_over_d),
     # 5. The memory of naive attention, and the corrected 1 GiB
     Figure("bytes = 64 GiB", 64, lambda ns: ns["scores_gib"]),
     Figure("whose inputs and output are 1 GiB", 1, lambda ns: 4 * ns["qkvo_mib"] / 1024),

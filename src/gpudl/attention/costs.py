@@ -2,7 +2,7 @@
 
 Public names, in order:
 
-``attention_flops``, ``multihead_self_attention_flops``   FLOPs of the matrix products
+``multihead_self_attention_flops``  FLOPs of multi-head self-attention's matrix products
 ``multihead_self_attention_params``, ``transformer_block_params``, ``transformer_params``,
 ``ModelSize``, ``MODEL_SIZES``      parameter counts, and the lecture's table of model sizes
 ``attention_workspace_bytes``, ``attention_dram_bytes``   memory and DRAM traffic models
@@ -15,39 +15,20 @@ import tracemalloc
 from typing import Any, Callable, NamedTuple, Sequence
 
 from ..hardware import bytes_per_element
-from ..references import reference
 from .reference import _blocks
 
-def _visible_pairs(lq: int, lk: int, causal: bool) -> int:
-    """Number of (query, key) pairs that take part: lq*lk, or sum_i min(i + 1, lk) when causal."""
-    if not causal:
-        return lq * lk
-    full = min(lq, lk)                   # rows 0..full-1 see i + 1 keys, later rows see all lk
-    return full * (full + 1) // 2 + (lq - full) * lk
 
-
-@reference
-def attention_flops(lq: int, lk: int, d: int, dv: int | None = None, *, batch: int = 1, causal: bool = False) -> int:
-    """FLOPs of the two matrix products of attention: ``Q K^T`` and ``P V``, 2 per multiply-add.
-
-    ``batch`` counts batch x heads. Causal attention counts only the visible (query, key)
-    pairs. The softmax (about 5 operations per score) is left out, as FlashAttention's and
-    torch's FLOP counters do: on a GPU it runs beside the tensor-core products.
-    General attention with one query against N_x inputs is ``attention_flops(1, N_x, D_Q, D_x)``.
-    """
-    dv = d if dv is None else dv
-    if min(lq, lk, d, dv, batch) < 1:
-        raise ValueError(f"sizes must be positive, got lq={lq}, lk={lk}, d={d}, dv={dv}, batch={batch}")
-    return 2 * batch * _visible_pairs(lq, lk, causal) * (d + dv)
-
-
-def multihead_self_attention_flops(n: int, d_model: int, heads: int, *, batch: int = 1, causal: bool = False) -> int:
-    """FLOPs of multi-head self-attention on ``batch`` sequences of ``n`` tokens:
-    four projections (Q, K, V, O), ``4 x 2 n D^2``, plus the heads' attention, ``4 n^2 D``."""
+def multihead_self_attention_flops(n: int, d_model: int, heads: int, *, batch: int = 1) -> int:
+    """FLOPs of multi-head self-attention (no mask) on ``batch`` sequences of ``n`` tokens, 2 per
+    multiply-add: four projections (Q, K, V, O), ``4 x 2 n D^2``, plus the heads' ``Q K^T`` and
+    ``A V``, ``4 n^2 D`` together (the softmax left out, as torch's FLOP counter does)."""
     if d_model % heads:
         raise ValueError(f"heads={heads} must divide d_model={d_model}")
+    if min(n, d_model, heads, batch) < 1:
+        raise ValueError(f"sizes must be positive, got n={n}, d_model={d_model}, heads={heads}, batch={batch}")
     projections = 4 * 2 * batch * n * d_model * d_model
-    return projections + attention_flops(n, n, d_model // heads, batch=batch * heads, causal=causal)
+    products = 2 * 2 * batch * n * n * d_model          # Q K^T and A V of every head: the heads span D columns
+    return projections + products
 
 
 def multihead_self_attention_params(d_model: int, *, bias: bool = True) -> int:

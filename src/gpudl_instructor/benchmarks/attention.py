@@ -6,6 +6,9 @@ length L (256 to 16384), causal and not, with their extra memory, error against 
 host's time per call (what a short kernel waits for). On a CPU (or with ``--memory``): the
 peak NumPy memory of naive attention (quadratic in L) and of the tiled ``flash_attention``
 (linear in L), as tracemalloc sees it.
+
+The instructor's benchmark: it measures lab 07's answers (the Triton kernels, the NumPy naive and
+tiled attention of ``gpudl_instructor.references.lab07``), which the course edition does not hold.
 """
 from __future__ import annotations
 
@@ -13,13 +16,14 @@ import argparse
 
 import numpy as np
 
-from .. import hardware
-from ..attention import (attention_flops, attention_workspace_bytes, flash_attention, flash_attention_triton,
-                         flash_attention_triton_plain, naive_attention_torch, peak_traced_bytes,
-                         scaled_dot_product_attention)
-from ..attention import triton_tuned
-from ..table import Table
-from ..timing import check_plausible, time_cpu, time_cuda
+from gpudl import hardware
+from gpudl.attention import attention_workspace_bytes, naive_attention_torch, peak_traced_bytes
+from gpudl.table import Table
+from gpudl.timing import check_plausible, time_cpu, time_cuda
+
+from ..references import lab07
+from ..references.lab07 import (attention_flops, flash_attention, flash_attention_triton,
+                                flash_attention_triton_plain, scaled_dot_product_attention)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -175,7 +179,7 @@ def _bench_gpu(args: argparse.Namespace) -> Table:
                 series[(name, causal)].append((n, rate / 1e12))
                 if (name, causal) in ratios:
                     ratios[(name, causal)].append((n, vs))
-                config = triton_tuned._chosen_label(n, n, d, causal, dtype, torch.cuda.current_device()) \
+                config = lab07._chosen_label(n, n, d, causal, dtype, torch.cuda.current_device()) \
                     if name == "flash_attention_triton" else ""
                 table.rows.append({"L": n, "causal": causal, "method": name, "config": config, "ms": best[name] * 1e3,
                                    "TFLOP/s": rate / 1e12, "vs SDPA": vs,
