@@ -1,4 +1,5 @@
-"""gpudl.conv: descriptors, every forward algorithm against torch's conv2d, workspaces, find, backward."""
+"""Convolution: gpudl.conv's descriptors (the course edition), and lab 05's references
+(``gpudl_instructor.references.lab05``): every forward algorithm against torch's conv2d, workspaces, find, backward."""
 from __future__ import annotations
 
 import math
@@ -10,9 +11,10 @@ import torch.nn.functional as F
 from hypothesis import assume, given, settings, strategies as st
 
 from gpudl import bench, benchmarks, conv, layout
-from gpudl.conv import descriptors, geometry
+from gpudl.conv import descriptors
 from gpudl.conv import Algo, ConvolutionDescriptor as CD, FilterDescriptor, Mode, Status, TensorDescriptor
 from gpudl.grading import assert_close, tolerance
+from gpudl_instructor.references import lab05 as R
 
 MiB = 2**20
 
@@ -41,27 +43,42 @@ def problems(draw, max_hw=9):
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(n, groups * cg, h, w, generator=gen, dtype=torch.float64)
     wt = torch.randn(groups * kg, cg, r, s, generator=gen, dtype=torch.float64)
-    return layout.to_format(x, fmt), wt, cd
+    return R.to_format(x, fmt), wt, cd
 
 
 def winograd_case(fmt="NCHW", mode=Mode.CROSS_CORRELATION, groups=1, dtype=torch.float64, hw=(7, 6), pad=1):
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(2, 2 * groups, *hw, generator=gen, dtype=dtype)
     w = torch.randn(3 * groups, 2, 3, 3, generator=gen, dtype=dtype)
-    return layout.to_format(x, fmt), w, CD(pad=pad, mode=mode, groups=groups)
+    return R.to_format(x, fmt), w, CD(pad=pad, mode=mode, groups=groups)
 
 
 # --- descriptors -------------------------------------------------------------------------------
 
-def test_tensor_descriptor_from_format_and_tensor():
-    d = TensorDescriptor.from_format("NHWC", "float32", (1, 64, 5, 4))
+def test_tensor_descriptor_from_strides_and_tensor():
+    d = TensorDescriptor("float32", (1, 64, 5, 4), R.format_strides((1, 64, 5, 4), "NHWC"))
     assert d.strides == (1280, 1, 256, 64) and d.format == "NHWC" and d.nbytes == 1280 * 4
     t = torch.empty(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
     assert TensorDescriptor.from_tensor(t).format == "NHWC"
     assert TensorDescriptor.from_tensor(torch.empty(2, 3, 4, 5)).format == "NCHW"
     assert TensorDescriptor("fp16", (1, 2, 3)).strides == (6, 3, 1)              # 3-D, packed by default
-    assert TensorDescriptor.from_format("NDHWC", "fp32", (1, 2, 3, 4, 5)).strides == \
-        torch.empty(1, 2, 3, 4, 5, memory_format=torch.channels_last_3d).stride()
+    assert TensorDescriptor("fp32", (2, 3, 4, 5, 6)).strides == torch.empty(2, 3, 4, 5, 6).stride()
+    t5 = torch.empty(1, 2, 3, 4, 5, memory_format=torch.channels_last_3d)
+    assert TensorDescriptor.from_tensor(t5).format == "NDHWC"
+    assert R.format_strides((1, 2, 3, 4, 5), "NDHWC") == t5.stride()
+
+
+def test_the_course_edition_keeps_no_answer():
+    # lab 05's answers (strides, offsets, conversions, output dims, the algorithms, workspaces, find) are the
+    # instructor's; the course edition keeps the vocabulary
+    for name in ("format_strides", "row_major_strides", "permutation_strides", "format_layout", "offset",
+                 "nchw_to_nhwc", "nhwc_to_nchw", "convert", "to_format"):
+        assert not hasattr(layout, name), name
+    assert not callable(layout.Layout((2, 3), (3, 1)))
+    for name in ("output_size", "output_dims", "im2col", "conv_forward", "conv_winograd", "winograd_1d",
+                 "workspace_size", "find_algorithms", "WINOGRAD_BT", "conv_backward_data", "supported"):
+        assert not hasattr(conv, name), name
+    assert not hasattr(TensorDescriptor, "from_format") and not hasattr(FilterDescriptor, "strides")
 
 
 @pytest.mark.parametrize("dims", [(4, 5), tuple(range(1, 10))])
@@ -101,38 +118,38 @@ def test_filter_descriptor_from_tensor():
 # --- output dims -------------------------------------------------------------------------------
 
 def test_output_size_formula():
-    assert conv.output_size(128, 3, 1, 1) == 128                 # the seed's "same" 3x3
-    assert conv.output_size(7, 3, 0, 2) == 3                     # the seed's NHWC CNN: 7x7 -> 3x3 with stride 2
-    assert conv.output_size(5, 3, 0, 1) == 3                     # the seed's 5x5 * 3x3 -> 3x3
-    assert conv.output_size(10, 3, 0, 1, dilation=2) == 6        # a dilated 3x3 spans 5
+    assert R.output_size(128, 3, 1, 1) == 128                 # the seed's "same" 3x3
+    assert R.output_size(7, 3, 0, 2) == 3                     # the seed's NHWC CNN: 7x7 -> 3x3 with stride 2
+    assert R.output_size(5, 3, 0, 1) == 3                     # the seed's 5x5 * 3x3 -> 3x3
+    assert R.output_size(10, 3, 0, 1, dilation=2) == 6        # a dilated 3x3 spans 5
     with pytest.raises(conv.ConvError, match="output would be empty"):
-        conv.output_size(4, 3, 0, 1, dilation=3)
+        R.output_size(4, 3, 0, 1, dilation=3)
 
 
 @settings(max_examples=60, deadline=None)
 @given(problems())
 def test_output_dims_match_torch(problem):
     x, w, cd = problem
-    got = conv.output_dims(TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w), cd)
+    got = R.output_dims(TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w), cd)
     assert got == tuple(torch_conv(x, w, cd).shape)
 
 
 def test_impossible_configurations_say_why():
     x = TensorDescriptor("fp32", (1, 6, 8, 8))
     with pytest.raises(conv.ConvError, match="the filter's C is per group"):
-        conv.output_dims(x, FilterDescriptor("fp32", "NCHW", 4, 6, 3, 3), CD(groups=2))
+        R.output_dims(x, FilterDescriptor("fp32", "NCHW", 4, 6, 3, 3), CD(groups=2))
     with pytest.raises(conv.ConvError, match="does not divide the input"):
-        conv.output_dims(x, FilterDescriptor("fp32", "NCHW", 4, 2, 3, 3), CD(groups=4))
+        R.output_dims(x, FilterDescriptor("fp32", "NCHW", 4, 2, 3, 3), CD(groups=4))
     with pytest.raises(conv.ConvError, match="does not divide the filter"):
-        conv.output_dims(x, FilterDescriptor("fp32", "NCHW", 5, 3, 3, 3), CD(groups=2))
+        R.output_dims(x, FilterDescriptor("fp32", "NCHW", 5, 3, 3, 3), CD(groups=2))
     with pytest.raises(conv.ConvError, match="input has C=6"):
-        conv.output_dims(x, FilterDescriptor("fp32", "NCHW", 4, 5, 3, 3), CD())
+        R.output_dims(x, FilterDescriptor("fp32", "NCHW", 4, 5, 3, 3), CD())
     with pytest.raises(conv.ConvError, match="output would be empty"):
-        conv.output_dims(x, FilterDescriptor("fp32", "NCHW", 4, 6, 11, 11), CD())
+        R.output_dims(x, FilterDescriptor("fp32", "NCHW", 4, 6, 11, 11), CD())
     with pytest.raises(conv.ConvError, match="fp16"):
-        conv.output_dims(x, FilterDescriptor("fp16", "NCHW", 4, 6, 3, 3), CD())
+        R.output_dims(x, FilterDescriptor("fp16", "NCHW", 4, 6, 3, 3), CD())
     with pytest.raises(conv.ConvError, match="4-D input"):
-        conv.output_dims(TensorDescriptor("fp32", (1, 6, 8)), FilterDescriptor("fp32", "NCHW", 4, 6, 3, 3), CD())
+        R.output_dims(TensorDescriptor("fp32", (1, 6, 8)), FilterDescriptor("fp32", "NCHW", 4, 6, 3, 3), CD())
 
 
 # --- every algorithm agrees with torch -----------------------------------------------------------
@@ -140,7 +157,7 @@ def test_impossible_configurations_say_why():
 def _check(y, x, w, cd, name):
     expected = torch_conv(x, w, cd)
     assert_close(y, expected, dtype=y.dtype, k=w.shape[1] * w.shape[2] * w.shape[3] * 4, name=name)
-    want = "NHWC" if geometry._is_nhwc(x) else "NCHW"
+    want = "NHWC" if R._is_nhwc(x) else "NCHW"
     if y.shape[1] > 1 and min(y.shape[2:]) > 1:
         assert layout.format_of(layout.layout_of(y)) == want, f"{name} returned the wrong memory format"
 
@@ -151,33 +168,29 @@ def test_every_algorithm_matches_torch(problem):
     x, w, cd = problem
     x_desc, w_desc = TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w)
     for algo in Algo:
-        status, reason = conv.supported(algo, x_desc, w_desc, cd)
+        status, reason = R.supported(algo, x_desc, w_desc, cd)
         if status is Status.NOT_SUPPORTED:
             with pytest.raises(conv.NotSupportedError):
-                conv.conv_forward(x, w, cd, algo)
+                R.conv_forward(x, w, cd, algo)
             continue
-        _check(conv.conv_forward(x, w, cd, algo), x, w, cd, algo.value)
+        _check(R.conv_forward(x, w, cd, algo), x, w, cd, algo.value)
 
 
 @settings(max_examples=25, deadline=None)
 @given(problems(max_hw=7))
 def test_the_one_kernel_implicit_gemm_matches_torch(problem):
     # the GPU's one-launch kernel, run by Triton's interpreter (every stride, pad, dilation, group, mode, format)
-    from gpudl.conv import implicit_gemm
-
     x, w, cd = problem
     x, w = x.float(), w.float()
-    _check(implicit_gemm._one_kernel(x, w, geometry._geometry(x, w, cd), cd), x, w, cd, "one-kernel implicit GEMM")
+    _check(R._implicit_gemm_one_kernel(x, w, R._geometry(x, w, cd), cd), x, w, cd, "one-kernel implicit GEMM")
 
 
 def test_the_one_kernel_implicit_gemm_in_fp16_with_more_channels_than_a_chunk():
-    from gpudl.conv import implicit_gemm
-
     gen = torch.Generator().manual_seed(5)
     x = torch.randn(1, 40, 6, 5, generator=gen)
     w = torch.randn(36, 40, 3, 3, generator=gen)
     cd = CD(pad=1)
-    y = implicit_gemm._one_kernel(x.half(), w.half(), geometry._geometry(x, w, cd), cd)
+    y = R._implicit_gemm_one_kernel(x.half(), w.half(), R._geometry(x, w, cd), cd)
     assert y.dtype == torch.float16
     rtol, atol = tolerance("fp16", 40 * 9)
     assert_close(y.float(), torch_conv(x, w, cd), rtol=rtol, atol=atol)
@@ -187,13 +200,11 @@ def test_the_one_kernel_implicit_gemm_in_fp16_with_more_channels_than_a_chunk():
 @pytest.mark.parametrize("hw", [(7, 6), (6, 6)])
 def test_winograd_transform_kernels_match_the_gemm_transforms(fmt, hw, monkeypatch):
     # the GPU's elementwise transform kernels, run by Triton's interpreter, against the CPU's GEMM transforms
-    from gpudl.conv import winograd
-
     x, w, cd = winograd_case(fmt, groups=2, dtype=torch.float32, hw=hw)
-    expected = conv.conv_winograd(x, w, cd)
-    monkeypatch.setattr(winograd, "_use_kernels", lambda x: True)
-    _check(conv.conv_winograd(x, w, cd), x, w, cd, "winograd with its transform kernels")
-    assert_close(conv.conv_winograd(x, w, cd), expected, dtype=torch.float32, k=18)
+    expected = R.conv_winograd(x, w, cd)
+    monkeypatch.setattr(R, "_use_kernels", lambda x: True)
+    _check(R.conv_winograd(x, w, cd), x, w, cd, "winograd with its transform kernels")
+    assert_close(R.conv_winograd(x, w, cd), expected, dtype=torch.float32, k=18)
 
 
 @pytest.mark.parametrize("fmt", ["NCHW", "NHWC"])
@@ -203,7 +214,7 @@ def test_winograd_transform_kernels_match_the_gemm_transforms(fmt, hw, monkeypat
 def test_winograd_on_its_own_cases(fmt, mode, groups, hw, pad):
     # odd and even output sizes: the last 2x2 tile is cropped
     x, w, cd = winograd_case(fmt, mode, groups, hw=hw, pad=pad)
-    _check(conv.conv_winograd(x, w, cd), x, w, cd, "winograd")
+    _check(R.conv_winograd(x, w, cd), x, w, cd, "winograd")
 
 
 @pytest.mark.parametrize("algo", list(Algo))
@@ -212,7 +223,7 @@ def test_fp32_and_non_block_sizes(algo):
     x = torch.randn(3, 5, 13, 11, generator=gen)
     w = torch.randn(7, 5, 3, 3, generator=gen)
     cd = CD(pad=1)
-    _check(conv.conv_forward(x, w, cd, algo), x, w, cd, algo.value)
+    _check(R.conv_forward(x, w, cd, algo), x, w, cd, algo.value)
 
 
 @pytest.mark.parametrize("algo", list(Algo))
@@ -222,7 +233,7 @@ def test_inputs_that_are_strided_views(algo):
     x = big[1:, 2:6, 1:10, 2:]
     w = torch.randn(6, 2, 3, 3, dtype=torch.float64)
     cd = CD(pad=(1, 2), groups=2, dilation=(1, 2) if algo is not Algo.WINOGRAD else 1)
-    _check(conv.conv_forward(x, w, cd, algo), x, w, cd, algo.value)
+    _check(R.conv_forward(x, w, cd, algo), x, w, cd, algo.value)
 
 
 @pytest.mark.parametrize("rs, stride, dilation", [((5, 5), 1, 1), ((3, 3), 2, 1), ((3, 3), 1, 2), ((1, 3), 1, 1)])
@@ -230,18 +241,18 @@ def test_winograd_reports_not_supported_rather_than_a_wrong_answer(rs, stride, d
     x = torch.randn(1, 2, 9, 9)
     w = torch.randn(2, 2, *rs)
     cd = CD(pad=1, stride=stride, dilation=dilation)
-    status, reason = conv.supported(Algo.WINOGRAD, TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w), cd)
+    status, reason = R.supported(Algo.WINOGRAD, TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w), cd)
     assert status is Status.NOT_SUPPORTED and "Winograd" in reason
     with pytest.raises(conv.NotSupportedError, match="Winograd"):
-        conv.conv_forward(x, w, cd, Algo.WINOGRAD)
+        R.conv_forward(x, w, cd, Algo.WINOGRAD)
     with pytest.raises(conv.NotSupportedError):
-        conv.workspace_size(Algo.WINOGRAD, TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w), cd)
+        R.workspace_size(Algo.WINOGRAD, TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w), cd)
 
 
 def test_fft_needs_stride_1():
     x, w = torch.randn(1, 2, 9, 9), torch.randn(2, 2, 3, 3)
     with pytest.raises(conv.NotSupportedError, match="stride 1"):
-        conv.conv_forward(x, w, CD(stride=2), Algo.FFT)
+        R.conv_forward(x, w, CD(stride=2), Algo.FFT)
 
 
 def test_the_seeds_5x5_example():
@@ -253,9 +264,9 @@ def test_the_seeds_5x5_example():
     window = torch.tensor([[1, 4, 6], [5, 3, 8], [6, 7, 2]], dtype=torch.float64)
     assert (window * k).sum().item() == 7
     for algo in Algo:
-        y = conv.conv_forward(window.view(1, 1, 3, 3), k.view(1, 1, 3, 3), CD(), algo)
+        y = R.conv_forward(window.view(1, 1, 3, 3), k.view(1, 1, 3, 3), CD(), algo)
         assert y.shape == (1, 1, 1, 1) and y.item() == pytest.approx(7)
-    assert conv.conv_forward(x.view(1, 1, 5, 5), k.view(1, 1, 3, 3), CD(), Algo.GEMM).shape == (1, 1, 3, 3)
+    assert R.conv_forward(x.view(1, 1, 5, 5), k.view(1, 1, 3, 3), CD(), Algo.GEMM).shape == (1, 1, 3, 3)
 
 
 # --- alpha, beta, given outputs, workspaces -------------------------------------------------------
@@ -266,7 +277,7 @@ def test_alpha_beta_blend():
     prior = torch.randn_like(ref)
     for algo in (Algo.GEMM, Algo.IMPLICIT_GEMM, Algo.WINOGRAD):
         y = prior.clone()
-        out = conv.conv_forward(x, w, cd, algo, alpha=2.0, beta=0.5, y=y)
+        out = R.conv_forward(x, w, cd, algo, alpha=2.0, beta=0.5, y=y)
         assert out is y
         assert_close(y, 2.0 * ref + 0.5 * prior, name=algo.value)
 
@@ -274,7 +285,7 @@ def test_alpha_beta_blend():
 def test_beta_zero_does_not_read_the_output():
     x, w, cd = winograd_case()
     y = torch.full(tuple(torch_conv(x, w, cd).shape), float("nan"), dtype=x.dtype)
-    conv.conv_forward(x, w, cd, Algo.GEMM, alpha=3.0, y=y)
+    R.conv_forward(x, w, cd, Algo.GEMM, alpha=3.0, y=y)
     assert_close(y, 3.0 * torch_conv(x, w, cd))
 
 
@@ -282,28 +293,28 @@ def test_output_in_its_own_format_and_errors():
     x, w, cd = winograd_case("NCHW")
     ref = torch_conv(x, w, cd)
     y = torch.empty_like(ref).contiguous(memory_format=torch.channels_last)
-    conv.conv_forward(x, w, cd, Algo.GEMM, y=y)
+    R.conv_forward(x, w, cd, Algo.GEMM, y=y)
     assert_close(y, ref)
     assert layout.format_of(layout.layout_of(y)) == "NHWC"
     with pytest.raises(conv.ConvError, match="pass it"):
-        conv.conv_forward(x, w, cd, beta=1.0)
+        R.conv_forward(x, w, cd, beta=1.0)
     with pytest.raises(conv.ConvError, match="shape"):
-        conv.conv_forward(x, w, cd, y=torch.empty(1, 2, 3, 4, dtype=x.dtype))
+        R.conv_forward(x, w, cd, y=torch.empty(1, 2, 3, 4, dtype=x.dtype))
     overlapping = torch.empty(1, dtype=x.dtype).expand(*ref.shape)
     with pytest.raises(conv.ConvError, match="overlap"):
-        conv.conv_forward(x, w, cd, y=overlapping)
+        R.conv_forward(x, w, cd, y=overlapping)
     with pytest.raises(conv.ConvError, match="float32"):
-        conv.conv_forward(x, w.float(), cd)
+        R.conv_forward(x, w.float(), cd)
 
 
 def test_gemm_runs_in_a_callers_workspace():
     x, w, cd = winograd_case()
-    need = conv.workspace_size(Algo.GEMM, TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w), cd)
+    need = R.workspace_size(Algo.GEMM, TensorDescriptor.from_tensor(x), FilterDescriptor.from_tensor(w), cd)
     ws = torch.full((need,), 255, dtype=torch.uint8)             # garbage in the workspace must not matter
-    _check(conv.conv_forward(x, w, cd, Algo.GEMM, workspace=ws), x, w, cd, "GEMM in a workspace")
+    _check(R.conv_forward(x, w, cd, Algo.GEMM, workspace=ws), x, w, cd, "GEMM in a workspace")
     assert (ws != 255).any()                                      # it was used
     with pytest.raises(conv.ConvError, match="needs"):
-        conv.conv_forward(x, w, cd, Algo.GEMM, workspace=ws[:need - 1])
+        R.conv_forward(x, w, cd, Algo.GEMM, workspace=ws[:need - 1])
 
 
 # --- workspace sizes ------------------------------------------------------------------------------
@@ -316,27 +327,27 @@ def _descs(n, c, hw, k, r, pad, dtype="fp32", stride=1, groups=1):
 def test_the_seeds_gemm_workspaces():
     # seed 001: 128x128x128x128 FP32 NCHW: GEMM needs 72 MB with 3x3 filters, 968 MB with 11x11;
     # IMPLICIT_GEMM none; WINOGRAD is "Unsupported" for 11x11
-    assert conv.workspace_size(Algo.GEMM, *_descs(1, 128, 128, 128, 3, 1)) == 72 * MiB
-    assert conv.workspace_size(Algo.GEMM, *_descs(1, 128, 128, 128, 11, 5)) == 968 * MiB
-    assert conv.workspace_size(Algo.IMPLICIT_GEMM, *_descs(1, 128, 128, 128, 3, 1)) == 0
-    assert conv.supported(Algo.WINOGRAD, *_descs(1, 128, 128, 128, 11, 5))[0] is Status.NOT_SUPPORTED
-    assert conv.supported(Algo.WINOGRAD, *_descs(1, 128, 128, 128, 3, 1))[0] is Status.SUCCESS
+    assert R.workspace_size(Algo.GEMM, *_descs(1, 128, 128, 128, 3, 1)) == 72 * MiB
+    assert R.workspace_size(Algo.GEMM, *_descs(1, 128, 128, 128, 11, 5)) == 968 * MiB
+    assert R.workspace_size(Algo.IMPLICIT_GEMM, *_descs(1, 128, 128, 128, 3, 1)) == 0
+    assert R.supported(Algo.WINOGRAD, *_descs(1, 128, 128, 128, 11, 5))[0] is Status.NOT_SUPPORTED
+    assert R.supported(Algo.WINOGRAD, *_descs(1, 128, 128, 128, 3, 1))[0] is Status.SUCCESS
 
 
 @pytest.mark.parametrize("n, c, hw, k, r, pad, stride, groups", [(2, 4, 9, 6, 3, 1, 1, 1), (3, 6, 10, 4, 5, 0, 2, 2)])
 def test_gemm_workspace_is_the_unfolded_input(n, c, hw, k, r, pad, stride, groups):
     x = torch.zeros(n, c, hw, hw, dtype=torch.float64)
     unfolded = F.unfold(x, r, padding=pad, stride=stride)
-    got = conv.workspace_size(Algo.GEMM, *_descs(n, c, hw, k, r, pad, "fp64", stride, groups))
+    got = R.workspace_size(Algo.GEMM, *_descs(n, c, hw, k, r, pad, "fp64", stride, groups))
     assert got == unfolded.numel() * 8
 
 
 def test_winograd_and_fft_workspaces_count_their_buffers():
     x_d, w_d, cd = _descs(2, 4, 8, 6, 3, 1)
     tiles = 2 * 4 * 4                                     # N x ceil(8/2) x ceil(8/2)
-    assert conv.workspace_size(Algo.WINOGRAD, x_d, w_d, cd) == 16 * (4 * tiles + 6 * 4 + 6 * tiles) * 4
-    assert conv.workspace_size(Algo.FFT, x_d, w_d, cd) == (2 * 4 + 6 * 4 + 2 * 6) * 10 * 6 * 2 * 4
-    assert conv.workspace_size(Algo.DIRECT, x_d, w_d, cd) == 0
+    assert R.workspace_size(Algo.WINOGRAD, x_d, w_d, cd) == 16 * (4 * tiles + 6 * 4 + 6 * tiles) * 4
+    assert R.workspace_size(Algo.FFT, x_d, w_d, cd) == (2 * 4 + 6 * 4 + 2 * 6) * 10 * 6 * 2 * 4
+    assert R.workspace_size(Algo.DIRECT, x_d, w_d, cd) == 0
 
 
 # --- im2col, col2im, Winograd pieces -----------------------------------------------------------------
@@ -347,13 +358,13 @@ def test_im2col_is_unfold_and_col2im_is_fold(problem):
     x, w, cd = problem
     r, s = w.shape[2:]
     kw = dict(kernel_size=(r, s), dilation=cd.dilation, padding=cd.pad, stride=cd.stride)
-    cols = conv.im2col(x, r, s, cd)
+    cols = R.im2col(x, r, s, cd)
     assert torch.equal(cols, F.unfold(x, **kw))
-    back = conv.col2im(cols, tuple(x.shape), r, s, cd)
+    back = R.col2im(cols, tuple(x.shape), r, s, cd)
     assert_close(back, F.fold(cols, x.shape[2:], **kw))
     # adjoint: <im2col(x), c> == <x, col2im(c)>
     c = torch.randn_like(cols)
-    lhs, rhs = (cols * c).sum().item(), (x * conv.col2im(c, tuple(x.shape), r, s, cd)).sum().item()
+    lhs, rhs = (cols * c).sum().item(), (x * R.col2im(c, tuple(x.shape), r, s, cd)).sum().item()
     magnitude = (cols.abs() * c.abs()).sum().item()             # the sums may cancel: judge against their terms
     rtol, _ = tolerance("fp64", cols.numel())
     assert abs(lhs - rhs) <= rtol * max(magnitude, 1e-300)
@@ -363,9 +374,9 @@ def test_winograd_1d_is_a_3_tap_correlation():
     rng = np.random.default_rng(0)
     for _ in range(20):
         d, g = rng.standard_normal(4), rng.standard_normal(3)
-        got = conv.winograd_1d(torch.tensor(d), torch.tensor(g))
+        got = R.winograd_1d(torch.tensor(d), torch.tensor(g))
         assert_close(got, np.correlate(d, g, mode="valid"))
-    bt, gm, at = (np.array(m) for m in (conv.WINOGRAD_BT, conv.WINOGRAD_G, conv.WINOGRAD_AT))
+    bt, gm, at = (np.array(m) for m in (R.WINOGRAD_BT, R.WINOGRAD_G, R.WINOGRAD_AT))
     assert bt.shape == (4, 4) and gm.shape == (4, 3) and at.shape == (2, 4)      # 4 multiplies for 2 outputs
 
 
@@ -373,11 +384,11 @@ def test_winograd_2d_tile_by_the_formula():
     # one 4x4 tile, one 3x3 filter: Y = A^T [(G g G^T) * (B^T d B)] A equals the 2x2 valid correlation
     rng = np.random.default_rng(1)
     d, g = rng.standard_normal((4, 4)), rng.standard_normal((3, 3))
-    bt, gm, at = (np.array(m) for m in (conv.WINOGRAD_BT, conv.WINOGRAD_G, conv.WINOGRAD_AT))
+    bt, gm, at = (np.array(m) for m in (R.WINOGRAD_BT, R.WINOGRAD_G, R.WINOGRAD_AT))
     y = at @ ((gm @ g @ gm.T) * (bt @ d @ bt.T)) @ at.T
     expected = np.array([[np.sum(d[i:i + 3, j:j + 3] * g) for j in range(2)] for i in range(2)])
     assert_close(y, expected)
-    got = conv.conv_winograd(torch.tensor(d).view(1, 1, 4, 4), torch.tensor(g).view(1, 1, 3, 3), CD())
+    got = R.conv_winograd(torch.tensor(d).view(1, 1, 4, 4), torch.tensor(g).view(1, 1, 3, 3), CD())
     assert_close(got[0, 0], expected)
 
 
@@ -391,9 +402,9 @@ def test_backward_matches_autograd(problem):
     y = torch_conv(xg, wg, cd)
     dy = torch.randn_like(y)
     y.backward(dy)
-    for algo in conv.BACKWARD_ALGOS:
-        dx = conv.conv_backward_data(w, dy, cd, tuple(x.shape), algo)
-        dw = conv.conv_backward_filter(x, dy, cd, tuple(w.shape), algo)
+    for algo in R.BACKWARD_ALGOS:
+        dx = R.conv_backward_data(w, dy, cd, tuple(x.shape), algo)
+        dw = R.conv_backward_filter(x, dy, cd, tuple(w.shape), algo)
         assert_close(dx, xg.grad, k=w.shape[0] * w.shape[2] * w.shape[3], name=f"{algo.value} dx")
         assert_close(dw, wg.grad, k=x.shape[0] * y.shape[2] * y.shape[3], name=f"{algo.value} dw")
 
@@ -403,12 +414,12 @@ def test_backward_by_central_differences():
     x = torch.randn(1, 2, 4, 5, generator=gen, dtype=torch.float64)
     w = torch.randn(2, 1, 2, 3, generator=gen, dtype=torch.float64)
     cd = CD(pad=(1, 0), stride=(1, 2), mode=Mode.CONVOLUTION, groups=2)
-    y, cache = conv.forward(x, w, cd, Algo.DIRECT)
+    y, cache = R.forward(x, w, cd, Algo.DIRECT)
     dy = torch.randn(y.shape, generator=gen, dtype=torch.float64)
-    dx, dw = conv.backward(dy, cache)
+    dx, dw = R.backward(dy, cache)
 
     def loss(xx, ww):
-        return float((conv.conv_direct(xx, ww, cd) * dy).sum())
+        return float((R.conv_direct(xx, ww, cd) * dy).sum())
 
     eps = 1e-6
     for tensor, grad, which in ((x, dx, 0), (w, dw, 1)):
@@ -425,13 +436,13 @@ def test_backward_by_central_differences():
 
 def test_backward_keeps_the_layout_and_refuses_fft():
     x, w, cd = winograd_case("NHWC")
-    y, cache = conv.forward(x, w, cd, Algo.WINOGRAD)
-    dx, dw = conv.backward(torch.ones_like(y), cache)          # Winograd has no backward: GEMM does it
+    y, cache = R.forward(x, w, cd, Algo.WINOGRAD)
+    dx, dw = R.backward(torch.ones_like(y), cache)          # Winograd has no backward: GEMM does it
     assert layout.format_of(layout.layout_of(dx)) == "NHWC" and dw.shape == w.shape
     with pytest.raises(conv.NotSupportedError, match="backward"):
-        conv.conv_backward_data(w, torch.ones_like(y), cd, tuple(x.shape), Algo.FFT)
+        R.conv_backward_data(w, torch.ones_like(y), cd, tuple(x.shape), Algo.FFT)
     with pytest.raises(conv.ConvError, match="dy has shape"):
-        conv.conv_backward_filter(x, torch.ones(1, 1, 1, 1, dtype=x.dtype), cd, tuple(w.shape))
+        R.conv_backward_filter(x, torch.ones(1, 1, 1, 1, dtype=x.dtype), cd, tuple(w.shape))
 
 
 # --- find ---------------------------------------------------------------------------------------------
@@ -441,13 +452,13 @@ def _fake_timer(costs):
     the cost of whichever algorithm ran."""
     def timer(fn, **_):
         calls = []
-        original = dict(conv.ALGORITHMS)
+        original = dict(R.ALGORITHMS)
         try:
             for a, f in original.items():
-                conv.ALGORITHMS[a] = (lambda f, a: lambda *args, **kw: (calls.append(a), f(*args, **kw))[1])(f, a)
+                R.ALGORITHMS[a] = (lambda f, a: lambda *args, **kw: (calls.append(a), f(*args, **kw))[1])(f, a)
             fn()
         finally:
-            conv.ALGORITHMS.update(original)
+            R.ALGORITHMS.update(original)
         algo = calls[0] if calls else Algo.GEMM               # GEMM is called directly (it takes the workspace)
         return bench.Measurement((costs[algo],) * 3, what=algo.value)
     return timer
@@ -457,7 +468,7 @@ def test_find_ranks_by_time_and_reports_what_did_not_run():
     gen = torch.Generator().manual_seed(0)
     x, w = torch.randn(1, 3, 8, 8, generator=gen), torch.randn(4, 3, 5, 5, generator=gen)    # 5x5: no Winograd
     costs = {Algo.GEMM: 3e-3, Algo.IMPLICIT_GEMM: 1e-3, Algo.FFT: 2e-3, Algo.WINOGRAD: 1e-4, Algo.DIRECT: 9.0}
-    perfs = conv.find_algorithms(x, w, CD(pad=2), timer=_fake_timer(costs))
+    perfs = R.find_algorithms(x, w, CD(pad=2), timer=_fake_timer(costs))
     assert [(p.algo, p.status) for p in perfs] == [
         (Algo.IMPLICIT_GEMM, Status.SUCCESS), (Algo.FFT, Status.SUCCESS), (Algo.GEMM, Status.SUCCESS),
         (Algo.WINOGRAD, Status.NOT_SUPPORTED)]
@@ -465,15 +476,15 @@ def test_find_ranks_by_time_and_reports_what_did_not_run():
     gemm = next(p for p in perfs if p.algo is Algo.GEMM)
     assert gemm.memory == F.unfold(x, 5, padding=2).numel() * 4
     assert "algo: IMPLICIT_GEMM, 1.000 ms, 0 B, status: SUCCESS" == str(perfs[0])
-    limited = conv.find_algorithms(x, w, CD(pad=2), timer=_fake_timer(costs), workspace_limit=1000, requested=3)
+    limited = R.find_algorithms(x, w, CD(pad=2), timer=_fake_timer(costs), workspace_limit=1000, requested=3)
     assert len(limited) == 3 and limited[0].algo is Algo.IMPLICIT_GEMM
-    assert {p.algo: p.status for p in conv.find_algorithms(x, w, CD(pad=2), timer=_fake_timer(costs),
+    assert {p.algo: p.status for p in R.find_algorithms(x, w, CD(pad=2), timer=_fake_timer(costs),
                                                              workspace_limit=1000)}[Algo.GEMM] is Status.ALLOC_FAILED
 
 
 def test_find_with_the_real_timer():
     x, w, cd = winograd_case(dtype=torch.float32)
-    perfs = conv.find_algorithms(x, w, cd, budget_s=0.02, min_runs=2)
+    perfs = R.find_algorithms(x, w, cd, budget_s=0.02, min_runs=2)
     assert {p.algo for p in perfs} == set(conv.DEFAULT_FIND)
     times = [p.time for p in perfs]
     assert all(p.status is Status.SUCCESS for p in perfs) and times == sorted(times)
@@ -485,13 +496,13 @@ def test_find_with_the_real_timer():
 def _flags_seen_inside(device):
     seen = []
     x, w, _ = winograd_case(dtype=torch.float32)
-    original = conv.ALGORITHMS[Algo.IMPLICIT_GEMM]
-    conv.ALGORITHMS[Algo.IMPLICIT_GEMM] = lambda *a: (seen.append(torch.backends.cuda.matmul.allow_tf32), original(*a))[1]
+    original = R.ALGORITHMS[Algo.IMPLICIT_GEMM]
+    R.ALGORITHMS[Algo.IMPLICIT_GEMM] = lambda *a: (seen.append(torch.backends.cuda.matmul.allow_tf32), original(*a))[1]
     try:
         for math_type in ("TENSOR_OP_MATH", "DEFAULT_MATH"):
-            conv.conv_forward(x.to(device), w.to(device), CD(pad=1, math_type=math_type), Algo.IMPLICIT_GEMM)
+            R.conv_forward(x.to(device), w.to(device), CD(pad=1, math_type=math_type), Algo.IMPLICIT_GEMM)
     finally:
-        conv.ALGORITHMS[Algo.IMPLICIT_GEMM] = original
+        R.ALGORITHMS[Algo.IMPLICIT_GEMM] = original
     return seen
 
 
@@ -504,6 +515,8 @@ def test_math_type_changes_nothing_on_the_cpu():
 
 
 def test_benchmark_table_has_every_algorithm():
+    # the instructor's `gpudl bench conv` (gpudl_instructor.benchmarks.conv: it measures the references)
+    assert benchmarks.load("conv").__name__ == "gpudl_instructor.benchmarks.conv"
     table = benchmarks.run("conv", ["--quick", "--n", "1", "--c", "4", "--hw", "8", "--k", "4"])
     names = [row["algorithm"] for row in table.rows]
     assert set(a.value for a in conv.DEFAULT_FIND) <= set(names) and any("torch" in n for n in names)
@@ -522,10 +535,10 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA de
 def test_algorithms_on_the_gpu_in_fp32(algo, fmt, monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)     # the reference must be true FP32 too
     gen = torch.Generator().manual_seed(2)
-    x = layout.to_format(torch.randn(2, 6, 13, 12, generator=gen), fmt).cuda()
+    x = R.to_format(torch.randn(2, 6, 13, 12, generator=gen), fmt).cuda()
     w = torch.randn(8, 3, 3, 3, generator=gen).cuda()
     cd = CD(pad=1, groups=2, mode=Mode.CONVOLUTION)
-    _check(conv.conv_forward(x, w, cd, algo), x, w, cd, f"{algo.value} on cuda")
+    _check(R.conv_forward(x, w, cd, algo), x, w, cd, f"{algo.value} on cuda")
 
 
 @cuda
@@ -536,7 +549,7 @@ def test_algorithms_on_the_gpu_in_fp16(algo):
     x = torch.randn(2, 8, 16, 16, generator=gen).cuda()
     w = torch.randn(8, 8, 3, 3, generator=gen).cuda()
     cd = CD(pad=1)
-    y = conv.conv_forward(x.half(), w.half(), cd, algo)
+    y = R.conv_forward(x.half(), w.half(), cd, algo)
     assert y.dtype == torch.float16
     rtol, atol = tolerance("fp16", 72)
     assert_close(y.float(), F.conv2d(x, w, padding=1), rtol=rtol, atol=atol)
@@ -559,6 +572,6 @@ def test_backward_on_the_gpu():
     y = torch_conv(xg, wg, cd)
     dy = torch.randn_like(y)
     y.backward(dy)
-    for algo in conv.BACKWARD_ALGOS:
-        assert_close(conv.conv_backward_data(w, dy, cd, tuple(x.shape), algo), xg.grad)
-        assert_close(conv.conv_backward_filter(x, dy, cd, tuple(w.shape), algo), wg.grad)
+    for algo in R.BACKWARD_ALGOS:
+        assert_close(R.conv_backward_data(w, dy, cd, tuple(x.shape), algo), xg.grad)
+        assert_close(R.conv_backward_filter(x, dy, cd, tuple(w.shape), algo), wg.grad)

@@ -3,13 +3,17 @@ import math
 
 import numpy as np
 
-from gpudl import conv
+from gpudl.conv import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
+from gpudl_instructor.references import lab05 as ref
 
 from figures import Figure
 
 
 MEASURED = ("measured with `gpudl bench conv` on an H200 (November 2026); a CPU run cannot reproduce it "
             "(`gpudl bench conv` on a GPU does)")
+# The lecture's problem, read as one 128-channel 128x128 image and 128 filters of 3x3 (FP32, pad 1).
+LECTURE_DESCS = (TensorDescriptor("fp32", (1, 128, 128, 128)), FilterDescriptor("fp32", "NCHW", 128, 128, 3, 3),
+                 ConvolutionDescriptor(pad=1))
 
 
 def _only(values):
@@ -23,13 +27,15 @@ FIGURES = [
     Figure("channel 63 ends at 1279", 1279, lambda ns: ns["table"][63, -1, -1]),
     # 4. The algorithms
     Figure("F(2x2, 3x3): 16 multiplies per 2x2 output tile instead of 36", 16,
-           lambda ns: np.array(conv.WINOGRAD_BT).shape[0] ** 2),
+           lambda ns: np.array(ref.WINOGRAD_BT).shape[0] ** 2),
     Figure("F(2x2, 3x3): 16 multiplies per 2x2 output tile instead of 36", 36, lambda ns: (2 * 2) * (3 * 3)),
     Figure("two outputs of a 3-tap filter from 4 inputs with 4 multiplies", 4,
-           lambda ns: np.array(conv.WINOGRAD_G).shape[0]),
+           lambda ns: np.array(ref.WINOGRAD_G).shape[0]),
     Figure("two outputs of a 3-tap filter from 4 inputs with 4 multiplies", 2,
-           lambda ns: np.array(conv.WINOGRAD_AT).shape[0]),
+           lambda ns: np.array(ref.WINOGRAD_AT).shape[0]),
     Figure("is exactly the table's 72 MB for 3x3 filters", 72, lambda ns: ns["gemm_workspace_mib"][3]),
+    Figure("is exactly the table's 72 MB for 3x3 filters", 72,
+           lambda ns: ref.workspace_size("GEMM", *LECTURE_DESCS) / 2**20),
     Figure("and 968 MB for 11x11", 968, lambda ns: ns["gemm_workspace_mib"][11]),
     Figure("is exactly the table's 72 MB for 3x3 filters", 72, lambda ns: ns["lecture_table"]["GEMM"][1]),
     # 5. Find
@@ -40,30 +46,35 @@ FIGURES = [
     Figure("memory-hungry (FFT, 8 GB) is the slowest", 8, lambda ns: max(ns["lecture_table"].values())[1] / 1e3,
            rtol=0.05),
     # 5. Find on the lecture's case: measured, and where it still differs from the table
-    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.175, None, why=MEASURED),
-    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.315, None, why=MEASURED),
-    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.375, None, why=MEASURED),
-    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 5.28, None, why=MEASURED),
-    Figure("on an H100 (0.196, 0.314, 0.419 and", 0.196, None, why=MEASURED),
-    Figure("on an H100 (0.196, 0.314, 0.419 and", 0.314, None, why=MEASURED),
-    Figure("on an H100 (0.196, 0.314, 0.419 and", 0.419, None, why=MEASURED),
+    # measured (MEASURED); the lecture's data cell records them, and must agree with its prose
+    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.175, lambda ns: ns["measured"]["H200"]["WINOGRAD"][0]),
+    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.315, lambda ns: ns["measured"]["H200"]["IMPLICIT_GEMM"][0]),
+    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.375, lambda ns: ns["measured"]["H200"]["GEMM"][0]),
+    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 5.28, lambda ns: ns["measured"]["H200"]["FFT"][0]),
+    Figure("on an H100 (0.196, 0.314, 0.419 and", 0.196, lambda ns: ns["measured"]["H100"]["WINOGRAD"][0]),
+    Figure("on an H100 (0.196, 0.314, 0.419 and", 0.314, lambda ns: ns["measured"]["H100"]["IMPLICIT_GEMM"][0]),
+    Figure("on an H100 (0.196, 0.314, 0.419 and", 0.419, lambda ns: ns["measured"]["H100"]["GEMM"][0]),
+    Figure("0.419 and 5.95 ms", 5.95, lambda ns: ns["measured"]["H100"]["FFT"][0]),
     Figure("WINOGRAD came second: 0.325 ms against IMPLICIT_GEMM's 0.314", 0.325, None, why=MEASURED),
     Figure("it takes 2.4x cuDNN's FP32 time on both GPUs", 2.4, None, why=MEASURED),
     Figure("four passes through a workspace of 65 MiB", 65,
-           lambda ns: conv.workspace_size("WINOGRAD", *ns["lecture_descs"]) / 2**20, rtol=0.01),
+           lambda ns: ref.workspace_size("WINOGRAD", *LECTURE_DESCS) / 2**20, rtol=0.01),
+    Figure("four passes through a workspace of 65 MiB", 65, lambda ns: ns["measured"]["H200"]["WINOGRAD"][1], rtol=0.01),
     Figure("which keeps the tiles on chip in 1.56 MB", 1.56, lambda ns: ns["lecture_table"]["WINOGRAD"][1]),
     Figure("(WINOGRAD_NONFUSED) took about 10x as long", 10,
            lambda ns: ns["lecture_table"]["WINOGRAD_NONFUSED"][0] / ns["lecture_table"]["WINOGRAD"][0], rtol=0.06),
-    Figure("ours runs in 1.35x the time of cuDNN's best FP32 kernel", 1.35, None, why=MEASURED),
+    Figure("it runs in 1.35x the time of cuDNN's best FP32 kernel", 1.35, None, why=MEASURED),
     Figure("FFT is last by about 14x (against GEMM) here", 14, None, why=MEASURED),
     Figure("against 60x in the table", 60,
            lambda ns: ns["lecture_table"]["FFT"][0] / ns["lecture_table"]["GEMM"][0], rtol=0.01),
-    Figure("our spectra take 1089 MiB", 1089,
-           lambda ns: conv.workspace_size("FFT", *ns["lecture_descs"]) / 2**20, rtol=0.001),
+    Figure("its spectra take 1089 MiB", 1089, lambda ns: ref.workspace_size("FFT", *LECTURE_DESCS) / 2**20, rtol=0.001),
+    Figure("its spectra take 1089 MiB", 1089, lambda ns: ns["measured"]["H100"]["FFT"][1], rtol=0.001),
     Figure("cuDNN's FFT 8322 MB", 8322, lambda ns: ns["lecture_table"]["FFT"][1]),
     # 6. The NHWC CNN
+    # the lecture's flatten is the row-major order of the pooled tensor stored NCHW (the lab's last question)
+    Figure("`[9 9 9 9 7 1 6 0]`", 7, lambda ns: ns["qc"].permute(0, 3, 1, 2).reshape(-1)[4].item()),
+    Figure("`[9 9 9 9 7 1 6 0]`", 6, lambda ns: ns["qc"].permute(0, 3, 1, 2).reshape(-1)[6].item()),
     Figure("`[9 9 9 9 7 1 6 0]`", 7, lambda ns: ns["qd"][0, 4].item()),
-    Figure("`[9 9 9 9 7 1 6 0]`", 6, lambda ns: ns["qd"][0, 6].item()),
     Figure("a softmax of `2.389e-01` four times", 0.2389, lambda ns: ns["out"][:4].min().item(), rtol=2e-4),
     Figure("a softmax of `2.389e-01` four times", 0.2389, lambda ns: ns["out"][:4].max().item(), rtol=2e-4),
     Figure("then `3.23e-02`", 0.0323, lambda ns: ns["out"][4].item(), rtol=2e-3),

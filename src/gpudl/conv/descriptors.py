@@ -1,26 +1,27 @@
-"""cuDNN's vocabulary: the enums, the three descriptors, output dims, and what each algorithm supports.
+"""cuDNN's vocabulary: the enums, the errors and the three descriptors.
 
 cuDNN describes the input and output with *tensor descriptors* (dtype, dims, strides), the
 weights with a *filter descriptor* (dtype, format, K, C, R, S) and the operation with a
 *convolution descriptor* (pads, strides, dilations, mode, compute type, groups, math type).
 Dims are always logical, (N, C, H, W) and (K, C/groups, R, S); strides say how they are stored.
 
+The descriptors are plain frozen values: what they imply (the output's dims, the workspace an
+algorithm needs) is lab 05's work.
+
 Public names, in order: ``Mode``, ``Algo``, ``Status``, ``MathType``, ``ConvError``,
-``NotSupportedError``, ``TensorDescriptor``, ``FilterDescriptor``, ``ConvolutionDescriptor``,
-``output_size``, ``output_dims``, ``conv_flops``, ``supported``.
+``NotSupportedError``, ``TensorDescriptor``, ``FilterDescriptor``, ``ConvolutionDescriptor``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
 from .. import layout
 from ..hardware import bytes_per_element, normalize_dtype
-from ..references import reference
-from ..roofline import conv2d_flops
 
 
 class Mode(str, Enum):
@@ -92,7 +93,8 @@ def _pair(name: str, value: Any, minimum: int) -> tuple[int, int]:
 @dataclass(frozen=True)
 class TensorDescriptor:
     """cuDNN's n-D tensor descriptor: a dtype, ``dims`` in logical order (N, C, then the
-    spatial dims) and one stride per dim (default: packed, row-major = NCHW). nbDims is 3..8."""
+    spatial dims) and one stride per dim (default: packed, row-major = NCHW). nbDims is 3..8.
+    ``from_tensor`` describes a torch tensor as it is stored (NHWC for ``channels_last``)."""
 
     dtype: str
     dims: tuple[int, ...]
@@ -104,19 +106,17 @@ class TensorDescriptor:
         if not 3 <= len(dims) <= 8:
             raise ConvError(f"a tensor descriptor has 3 to 8 dims (cuDNN's nbDims), got {len(dims)}: {dims}"
                             + ("; a 2-D matrix is described as (N, C, 1)" if len(dims) == 2 else ""))
-        strides = layout.row_major_strides(dims) if self.strides is None else tuple(self.strides)
         try:
+            if self.strides is None:      # packed, the last dim fastest (cudnnSetTensor4dDescriptor's NCHW)
+                layout.Layout(dims, (0,) * len(dims))                   # the dims checked first
+                strides = tuple(math.prod(dims[i + 1:]) for i in range(len(dims)))
+            else:
+                strides = tuple(self.strides)
             lay = layout.Layout(dims, strides)
         except (TypeError, ValueError) as exc:
             raise ConvError(f"bad tensor descriptor: {exc}") from None
         object.__setattr__(self, "dims", lay.shape)
         object.__setattr__(self, "strides", lay.stride)
-
-    @classmethod
-    def from_format(cls, fmt: str, dtype: Any, dims: Sequence[int]) -> "TensorDescriptor":
-        """Like ``cudnnSetTensor4dDescriptor(desc, format, dtype, n, c, h, w)``: dims in logical
-        order, strides from the format (NCHW, NHWC, CHWN, NCDHW, NDHWC, CDHWN)."""
-        return cls(dtype, tuple(dims), layout.format_strides(dims, fmt))
 
     @classmethod
     def from_tensor(cls, t: torch.Tensor) -> "TensorDescriptor":
@@ -171,21 +171,15 @@ class FilterDescriptor:
     def from_tensor(cls, w: torch.Tensor) -> "FilterDescriptor":
         if w.dim() != 4:
             raise ConvError(f"filters are 4-D (K, C/groups, R, S), got shape {tuple(w.shape)}")
-        lay = layout.layout_of(w)
-        for fmt in _FILTER_FORMATS:
-            if lay.stride == layout.format_strides(lay.shape, fmt) or (
-                    lay.is_compact() and layout.format_of(lay) == fmt):
-                return cls(w.dtype, fmt, *lay.shape)
-        raise ConvError(f"filter strides {lay.stride} for shape {lay.shape} are neither packed NCHW nor NHWC: "
-                        "call .contiguous() (or .contiguous(memory_format=torch.channels_last))")
+        for fmt, memory_format in zip(_FILTER_FORMATS, (torch.contiguous_format, torch.channels_last)):
+            if w.is_contiguous(memory_format=memory_format):
+                return cls(w.dtype, fmt, *w.shape)
+        raise ConvError(f"filter strides {tuple(w.stride())} for shape {tuple(w.shape)} are neither packed NCHW nor "
+                        "NHWC: call .contiguous() (or .contiguous(memory_format=torch.channels_last))")
 
     @property
     def dims(self) -> tuple[int, int, int, int]:
         return (self.k, self.c, self.r, self.s)
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        return layout.format_strides(self.dims, self.format)
 
 
 @dataclass(frozen=True)
@@ -210,72 +204,3 @@ class ConvolutionDescriptor:
         object.__setattr__(self, "compute_type", normalize_dtype(self.compute_type))
         if isinstance(self.groups, bool) or not isinstance(self.groups, int) or self.groups < 1:
             raise ConvError(f"groups must be a positive int, got {self.groups!r}")
-
-
-# --- output dims -----------------------------------------------------------------------------
-
-@reference
-def output_size(h: int, r: int, pad: int, stride: int, dilation: int = 1) -> int:
-    """cuDNN's formula for one spatial dim: ``1 + (h + 2*pad - ((r - 1)*dilation + 1)) // stride``.
-
-    >>> output_size(128, 3, 1, 1)
-    128
-    """
-    span = (r - 1) * dilation + 1                      # the dilated filter's extent
-    if h + 2 * pad < span:
-        raise ConvError(f"the filter spans {span} positions ((R-1)*dilation + 1 with R={r}, dilation={dilation}) "
-                        f"but the padded input has only {h} + 2*{pad} = {h + 2 * pad}: the output would be empty")
-    return 1 + (h + 2 * pad - span) // stride
-
-
-@reference
-def output_dims(x_desc: TensorDescriptor, w_desc: FilterDescriptor,
-                conv_desc: ConvolutionDescriptor) -> tuple[int, int, int, int]:
-    """(N, K, P, Q) of the output, like ``cudnnGetConvolution2dForwardOutputDim``; raises
-    ``ConvError`` with the reason for an impossible configuration."""
-    if x_desc.nb_dims != 4:
-        raise ConvError(f"2-D convolution takes a 4-D input (N, C, H, W), got dims {x_desc.dims}")
-    n, c, h, w = x_desc.dims
-    g = conv_desc.groups
-    if c % g:
-        raise ConvError(f"groups={g} does not divide the input's C={c} channels")
-    if w_desc.k % g:
-        raise ConvError(f"groups={g} does not divide the filter's K={w_desc.k} output channels")
-    if w_desc.c * g != c:
-        raise ConvError(f"the filter has C={w_desc.c} channels per group x groups={g} = {w_desc.c * g}, "
-                        f"but the input has C={c}" + (": the filter's C is per group (C / groups)"
-                                                      if w_desc.c == c and g > 1 else ""))
-    if w_desc.dtype != x_desc.dtype:
-        raise ConvError(f"input is {x_desc.dtype} but the filter is {w_desc.dtype}")
-    (ph, pw), (u, v), (dh, dw) = conv_desc.pad, conv_desc.stride, conv_desc.dilation
-    return n, w_desc.k, output_size(h, w_desc.r, ph, u, dh), output_size(w, w_desc.s, pw, v, dw)
-
-
-def conv_flops(x_desc: TensorDescriptor, w_desc: FilterDescriptor, conv_desc: ConvolutionDescriptor) -> int:
-    """FLOPs of the convolution as defined (2 per multiply-add), whatever the algorithm."""
-    out = output_dims(x_desc, w_desc, conv_desc)
-    return conv2d_flops(x_desc.dims, out, (w_desc.r, w_desc.s), groups=conv_desc.groups)
-
-
-
-# --- what each algorithm supports ------------------------------------------------------------
-
-def _support(algo: Algo, cd: ConvolutionDescriptor, rs: tuple[int, int]) -> tuple[Status, str]:
-    if algo is Algo.FFT and cd.stride != (1, 1):
-        return Status.NOT_SUPPORTED, f"FFT needs stride 1, got stride {cd.stride}"
-    if algo is Algo.WINOGRAD:
-        if tuple(rs) != (3, 3):
-            return Status.NOT_SUPPORTED, f"Winograd F(2x2, 3x3) needs a 3x3 filter, got {rs[0]}x{rs[1]}"
-        if cd.stride != (1, 1):
-            return Status.NOT_SUPPORTED, f"Winograd F(2x2, 3x3) needs stride 1, got {cd.stride}"
-        if cd.dilation != (1, 1):
-            return Status.NOT_SUPPORTED, f"Winograd F(2x2, 3x3) needs dilation 1, got {cd.dilation}"
-    return Status.SUCCESS, ""
-
-
-def supported(algo: Any, x_desc: TensorDescriptor, w_desc: FilterDescriptor,
-              conv_desc: ConvolutionDescriptor) -> tuple[Status, str]:
-    """(SUCCESS, "") when ``algo`` can compute this convolution, else (NOT_SUPPORTED, why).
-    Impossible configurations raise ``ConvError`` instead."""
-    output_dims(x_desc, w_desc, conv_desc)
-    return _support(_algo(algo), conv_desc, (w_desc.r, w_desc.s))

@@ -1,20 +1,19 @@
-"""``find_algorithms``: run every candidate algorithm, time it, rank (``cudnnFindConvolutionForwardAlgorithm``).
+"""What find reports (``cudnnConvolutionFwdAlgoPerf_t``), the algorithms it tries by default, and the lecture's table.
 
-Public names, in order: ``AlgoPerf``, ``DEFAULT_FIND``, ``find_algorithms``, ``LECTURE_GV100_3X3``
+``cudnnFindConvolutionForwardAlgorithm`` runs every algorithm, times it and returns one record
+per algorithm, the successes fastest first; ranking them is lab 05's ``find`` exercise.
+
+Public names, in order: ``AlgoPerf``, ``DEFAULT_FIND``, ``LECTURE_GV100_3X3``
 (``SEED_GV100_3X3``: the same, by its old name).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
-
-import torch
 
 from .. import timing
-from .algorithms import conv_forward, workspace_size
-from .descriptors import (Algo, ConvolutionDescriptor, FilterDescriptor, Status, TensorDescriptor, _algo,
-                          output_dims, supported)
+from .descriptors import Algo, Status
+
 
 @dataclass(frozen=True)
 class AlgoPerf:
@@ -38,44 +37,8 @@ class AlgoPerf:
             f" ({self.note})" if self.note else "")
 
 
+# The forward algorithms a find tries by default (DIRECT, the definition, is the slow reference).
 DEFAULT_FIND = (Algo.GEMM, Algo.IMPLICIT_GEMM, Algo.FFT, Algo.WINOGRAD)
-
-
-def find_algorithms(x: torch.Tensor, w: torch.Tensor, conv_desc: ConvolutionDescriptor,
-                    algos: Sequence[Any] | None = None, *, workspace_limit: int | None = None,
-                    requested: int | None = None, timer: Callable[..., timing.Measurement] | None = None,
-                    **timer_kwargs: Any) -> list[AlgoPerf]:
-    """``cudnnFindConvolutionForwardAlgorithm``: run every candidate, time it, rank.
-
-    Candidates (default: GEMM, IMPLICIT_GEMM, FFT, WINOGRAD; DIRECT is the slow reference) that
-    cannot do this convolution are reported NOT_SUPPORTED, those needing more workspace than
-    ``workspace_limit`` bytes ALLOC_FAILED, without running. The others are timed by ``timer``
-    (default ``gpudl.timing.measure`` on the tensors' device: warm-up, CUDA events on a GPU) with
-    the workspace allocated beforehand. Returns the successes by increasing median time, then
-    the rest; at most ``requested`` rows.
-    """
-    x_desc, w_desc = TensorDescriptor.from_tensor(x), FilterDescriptor(w.dtype, "NCHW", *w.shape)
-    output_dims(x_desc, w_desc, conv_desc)
-    if timer is None:
-        device = "cuda" if x.is_cuda else "cpu"
-        timer = lambda fn, **kw: timing.measure(fn, device=device, **kw)   # noqa: E731
-    done, failed = [], []
-    for a in (DEFAULT_FIND if algos is None else [_algo(a) for a in algos]):
-        status, reason = supported(a, x_desc, w_desc, conv_desc)
-        if status is not Status.SUCCESS:
-            failed.append(AlgoPerf(a, status, math.inf, 0, reason))
-            continue
-        memory = workspace_size(a, x_desc, w_desc, conv_desc)
-        if workspace_limit is not None and memory > workspace_limit:
-            failed.append(AlgoPerf(a, Status.ALLOC_FAILED, math.inf, memory,
-                                   f"needs {memory} B, the limit is {workspace_limit} B"))
-            continue
-        ws = torch.empty(memory, dtype=torch.uint8, device=x.device) if a is Algo.GEMM else None
-        m = timer(lambda a=a, ws=ws: conv_forward(x, w, conv_desc, a, workspace=ws), **timer_kwargs)
-        done.append(AlgoPerf(a, Status.SUCCESS, m.median, memory, measurement=m))
-    ranked = sorted(done, key=lambda perf: perf.time) + failed
-    return ranked[:requested] if requested is not None else ranked
-
 
 
 # The lecture's table ("Accelerating AI"): 128x128x128x128 FP32 NCHW on a Quadro GV100, 3x3 filters (ms, MB).

@@ -1,9 +1,12 @@
 """find_algorithms next to torch's conv2d (cuDNN on a GPU, oneDNN on a CPU).
 
 One convolution (default on a GPU: the lecture's N=1 C=K=128 128x128 3x3; on a CPU: N=8 C=K=64
-56x56 3x3), FP32: every algorithm of ``gpudl.conv.find_algorithms`` against torch's conv2d
-(on a GPU, cuDNN with TF32 off and on), rounds alternating so that a burst of other work
-spoils one round, not the comparison; on a GPU with the lecture's GV100 figures beside.
+56x56 3x3), FP32: every algorithm of ``find_algorithms`` against torch's conv2d (on a GPU, cuDNN
+with TF32 off and on), rounds alternating so that a burst of other work spoils one round, not
+the comparison; on a GPU with the lecture's GV100 figures beside.
+
+The algorithms measured are lab 05's references (``gpudl_instructor.references.lab05``), so the
+benchmark is the instructor's; lecture 05 keeps its results as recorded measurements.
 """
 from __future__ import annotations
 
@@ -12,11 +15,11 @@ import math
 
 import torch
 
-from .. import layout
-from ..conv import LECTURE_GV100_3X3, Algo, AlgoPerf, ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
-from ..conv import conv_flops, find_algorithms
-from ..table import Table
-from ..timing import Measurement, measure
+from gpudl.conv import LECTURE_GV100_3X3, Algo, AlgoPerf, ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
+from gpudl.table import Table
+from gpudl.timing import Measurement, measure
+
+from ..references.lab05 import conv_flops, find_algorithms
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +51,7 @@ def _run(args: argparse.Namespace, cuda: bool) -> Table:
     x = torch.randn(args.n, args.c, args.hw, args.hw, generator=gen).to(device)
     w = torch.randn(args.k, args.c, args.r, args.r, generator=gen).to(device)
     if args.layout == "NHWC":
-        x = layout.to_format(x, "NHWC")
+        x = x.contiguous(memory_format=torch.channels_last)
     cd = ConvolutionDescriptor(pad=args.r // 2)                    # DEFAULT_MATH: our GEMMs in true FP32
     flops = conv_flops(TensorDescriptor.from_tensor(x), FilterDescriptor(w.dtype, "NCHW", *w.shape), cd)
     timing = {"budget_s": 0.3 if args.quick else 1.0, "min_runs": 3 if args.quick else 5}
