@@ -456,3 +456,35 @@ def test_gpu_compute_sanitizer_catches_out_of_bounds_and_races():
     assert memcheck.ran and memcheck.errors > 0, memcheck
     race = sanitize(reverse64_no_barrier, 1, 64, [x[:64], np.zeros(64, np.float32)], tools=("racecheck",))[0]
     assert race.ran and race.errors > 0, race
+
+
+@pytest.mark.parametrize("n", [1, 4, 6, 7, 8, 67])
+def test_the_stencils_expectation_has_one_value_per_input_whatever_n(n):
+    """The hidden cases draw n from 4 to 59; np.convolve(mode="same") gave 7 values for n < 7 and a
+    correct kernel lost its points."""
+    from gpudl.grading import lab04
+
+    x = np.arange(1.0, n + 1)
+    expected = [sum(x[j] for j in range(max(0, i - 3), min(n, i + 4))) for i in range(n)]
+    assert lab04._convolved(x).tolist() == expected
+
+
+@pytest.mark.slow
+def test_the_solutions_stencil_passes_on_inputs_shorter_than_the_stencil():
+    """The solution's own kernel (its cell run here, as a student's cell runs) keeps its points on
+    every n the hidden cases can draw below 7."""
+    from conftest import ROOT
+    from gpudl import notebooks
+    from gpudl.grading import lab04
+    from gpudl.grading.boundary import as_student
+    from gpudl_instructor.inprocess import _compile_cell
+
+    lab = "lab04_cuda_programming_model"
+    nb = notebooks.read(ROOT / "solutions" / lab / f"{lab}.ipynb")
+    ns: dict = {"__name__": "__main__"}
+    for gid in ("setup", "stencil"):
+        body, _ = _compile_cell(notebooks.find_cell(nb, gid).source, f"<gpudl-run-stencil-{gid}>")
+        exec(body, ns)      # noqa: S102 - the project's own solution
+    for n in (4, 5, 6):
+        x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        lab04._compare_stencil(as_student(ns["stencil"]), [x])
