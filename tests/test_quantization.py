@@ -1,5 +1,7 @@
-"""gpudl.quantization: symmetric INT8 with calibration, an INT32-accumulating GEMM equal to exact
-integer arithmetic, and a small model where per-channel scales survive an outlier channel."""
+"""gpudl.quantization: torch's calibration and quantization as the course's tools (equal to lab 09's
+references, ``gpudl_instructor.references.lab09``, which are tested here too), an INT32-accumulating
+GEMM equal to exact integer arithmetic, and a small model where per-channel scales survive an
+outlier channel."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,26 +13,27 @@ except ImportError:                     # a GPU runner without hypothesis still 
     given = None
 
 from gpudl import quantization as Q
+from gpudl_instructor.references import lab09 as ref      # lab 09's answers, kept by the instructor
 
 CUDA = torch.cuda.is_available()
 
 
 def test_scale_is_amax_over_127_and_zero_channels_get_one():
-    assert Q.symmetric_scale(127.0) == 1.0 and Q.symmetric_scale(2.54) == pytest.approx(0.02)
-    assert np.array_equal(Q.symmetric_scale(np.array([0.0, 254.0])), [1.0, 2.0])
+    assert ref.symmetric_scale(127.0) == 1.0 and ref.symmetric_scale(2.54) == pytest.approx(0.02)
+    assert np.array_equal(ref.symmetric_scale(np.array([0.0, 254.0])), [1.0, 2.0])
     with pytest.raises(ValueError):
-        Q.symmetric_scale(-1.0)
+        ref.symmetric_scale(-1.0)
 
 
 def test_quantize_rounds_half_to_even_and_clamps_symmetrically():
-    q = Q.quantize(np.array([0.5, 1.5, 2.5, -2.5, 126.6, 300.0, -300.0]), 1.0)
+    q = ref.quantize(np.array([0.5, 1.5, 2.5, -2.5, 126.6, 300.0, -300.0]), 1.0)
     assert q.dtype == np.int8
     assert q.tolist() == [0, 2, 2, -2, 127, 127, -127]              # never -128: the range is symmetric
 
 
 def _half_a_step_at_most(values):
     x = np.array(values)
-    q, s = Q.quantize_per_tensor(x)
+    q, s = ref.quantize_per_tensor(x)
     assert np.all(np.abs(q.astype(int)) <= 127)
     assert np.all(np.abs(Q.dequantize(q, s).astype(np.float64) - x) <= s / 2 * (1 + 1e-6) + 1e-30)
 
@@ -50,34 +53,50 @@ else:
 def test_per_channel_scales_follow_the_channel_axis():
     g = np.random.default_rng(0)
     w = g.standard_normal((5, 7, 3, 3)) * np.array([1, 10, 100, 0.1, 1])[:, None, None, None]
-    q, s = Q.quantize_per_channel(w, axis=0)
+    q, s = ref.quantize_per_channel(w, axis=0)
     assert s.shape == (5,) and np.allclose(s, np.abs(w).reshape(5, -1).max(1) / 127)
     err = np.abs(Q.dequantize(q, s, axis=0).astype(np.float64) - w)
     assert np.all(err <= s[:, None, None, None] / 2 * (1 + 1e-6))
-    q1, s1 = Q.quantize_per_channel(w, axis=1)
+    q1, s1 = ref.quantize_per_channel(w, axis=1)
     assert s1.shape == (7,)
-    per_tensor = Q.channel_errors(w, *Q.quantize_per_tensor(w))
+    per_tensor = Q.channel_errors(w, *ref.quantize_per_tensor(w))
     per_channel = Q.channel_errors(w, q, s)
     assert per_channel.max() < 0.01 and per_tensor[3] > 0.5           # the small channel drowns per tensor
+
+
+@pytest.mark.parametrize("shape, axis", [((5, 7), 0), ((5, 7), 1), ((3, 4, 2, 2), 0), ((4, 9), None), ((6,), None)])
+def test_torch_tools_agree_with_the_references(shape, axis):
+    g = np.random.default_rng(len(shape) + (axis or 0))
+    w = g.standard_normal(shape) * 3
+    w.reshape(-1)[0] = 40.0                                          # an outlier the percentile clips
+    assert np.allclose(Q.torch_amax(w, axis=axis), ref.calibrate_max(w, axis))
+    assert np.allclose(Q.torch_amax(w, method="percentile", percentile=90.0, axis=axis),
+                       ref.calibrate_percentile(w, 90.0, axis))
+    for amax in (Q.torch_amax(w, axis=axis), Q.torch_amax(w, method="percentile", percentile=90.0, axis=axis)):
+        s = ref.symmetric_scale(amax)
+        q = Q.torch_quantize(w, scale=s, axis=axis)
+        assert q.dtype == np.int8 and np.array_equal(q, ref.quantize(w, s, axis))   # clipped to +-127, never -128
+    with pytest.raises(ValueError, match="method"):
+        Q.torch_amax(w, method="mean")
 
 
 def test_calibration_by_percentile_clips_outliers():
     g = np.random.default_rng(1)
     x = np.concatenate([g.standard_normal(100_000), [80.0, -120.0]])
-    assert Q.calibrate_max(x) == 120.0
-    p = Q.calibrate_percentile(x, 99.9)
-    assert 2.5 < p < 4.5 and Q.calibrate_percentile(x, 100) == 120.0
+    assert ref.calibrate_max(x) == 120.0
+    p = ref.calibrate_percentile(x, 99.9)
+    assert 2.5 < p < 4.5 and ref.calibrate_percentile(x, 100) == 120.0
     mse = {}
     for method in ("max", "percentile"):
-        q, scale = Q.quantize_per_tensor(x, method, percentile=99.9)
+        q, scale = ref.quantize_per_tensor(x, method, percentile=99.9)
         err = Q.dequantize(q, scale) - x
         mse[method] = (np.mean(err[:-2] ** 2), np.abs(err[-2:]).max())     # (the bulk, the two outliers)
     assert mse["percentile"][0] < mse["max"][0] / 100     # everything but the outliers is far finer ...
     assert mse["percentile"][1] > 50 > mse["max"][1]      # ... and the outliers are clipped
-    per_row = Q.calibrate_percentile(np.array([[1.0, -2, 3, 100], [4, 5, -6, 7]]), 50, axis=0)
+    per_row = ref.calibrate_percentile(np.array([[1.0, -2, 3, 100], [4, 5, -6, 7]]), 50, axis=0)
     assert per_row.shape == (2,)
     with pytest.raises(ValueError, match="percent"):
-        Q.calibrate_percentile(x, 0.0)
+        ref.calibrate_percentile(x, 0.0)
 
 
 @pytest.mark.parametrize("m, k, n", [(1, 1, 1), (3, 5, 7), (17, 64, 24), (8, 1024, 8)])
@@ -105,9 +124,9 @@ def test_int8_accumulation_would_overflow():
 def test_int8_linear_is_the_dequantized_operands_times_each_other():
     g = np.random.default_rng(2)
     x, w, bias = g.standard_normal((6, 32)), g.standard_normal((5, 32)), g.standard_normal(5)
-    q_x, s_x = Q.quantize_per_tensor(x)
-    q_w, s_w = Q.quantize_per_channel(w, 0)
-    y = Q.int8_linear(q_x, s_x, q_w, s_w, bias)
+    q_x, s_x = ref.quantize_per_tensor(x)
+    q_w, s_w = ref.quantize_per_channel(w, 0)
+    y = ref.int8_linear(q_x, s_x, q_w, s_w, bias)
     want = (q_x.astype(np.float64) * s_x) @ (q_w.astype(np.float64) * s_w[:, None]).T + bias
     assert y.dtype == np.float32 and y.shape == (6, 5)
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)

@@ -16,15 +16,17 @@ NVTX range around the launch ("" outside any), ``range_id`` tells its occurrence
 
 Public names, in reading order:
 
-``kernel_summary``                 (reference) events -> ``KernelRow``s: the gpukernsum table
 ``range_summary``                  (reference) events -> rows per (range, kernel): nvtxkernsum
-``KernelRow``                      one row of either table
+``KernelRow``                      one row of it, or of gpukernsum (one row per kernel name: Lab 09
+                                   builds that table from the events)
 ``arithmetic_problems``, ``check_summary``   the tables' own checks (total = instances x average,
                                    min <= median, average <= max, shares summing to 100%)
 ``format_table``                   a table as text, columns as nsys prints them
 ``nvtx_available``, ``nvtx_range`` a named range: ``record_function`` for torch.profiler, and an
                                    NVTX range for Nsight where the build has NVTX
-``profile_events``, ``events_from_profile``   run work under torch.profiler; its kernels as events
+``record``, ``profile_events``, ``events_from_profile``   run work under torch.profiler (the
+                                   profiler itself, whose ``key_averages()`` is torch's own summary;
+                                   or its kernels as events)
 ``small_resnet``                   a few residual blocks (conv, BN, ReLU, add: the lecture's top
                                    kernels), each block in a named range, to profile and to batch
 ``LECTURE_GPUKERNSUM``, ``LECTURE_NVTXKERNSUM``, ``lecture_rows``   the lecture's ResNet-50 rows
@@ -99,23 +101,6 @@ def _row(name: str, durations: Sequence[float], grand_total: float, **extra: Any
                      med_ns=float(statistics.median(durations)), min_ns=float(min(durations)),
                      max_ns=float(max(durations)), stddev_ns=float(statistics.stdev(durations)) if n > 1 else 0.0,
                      time_pct=100.0 * total / grand_total if grand_total > 0 else 0.0, **extra)
-
-
-@reference
-def kernel_summary(events: Iterable[Mapping[str, Any]], top: int | None = None) -> list[KernelRow]:
-    """``nsys stats --report gpukernsum``: one row per kernel *name*, by decreasing total time.
-
-    Each row's statistics are over that name's instances only; ``time_pct`` is its total over
-    the total of *all* kernels' time (GPU time, not the wall-clock span of the trace, which
-    also holds idle gaps). ``top`` keeps the first ``top`` rows (their shares stay shares of
-    the whole)."""
-    kernels = _kernels(events)
-    by_name: dict[str, list[float]] = {}
-    for e in kernels:
-        by_name.setdefault(str(e["name"]), []).append(float(e["duration_ns"]))
-    grand = sum(sum(d) for d in by_name.values())
-    rows = sorted((_row(name, d, grand) for name, d in by_name.items()), key=lambda r: (-r.total_ns, r.name))
-    return rows if top is None else rows[:top]
 
 
 @reference
@@ -333,12 +318,12 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def profile_events(fn: Callable[[], Any], *, device: str | None = None, warmup: int = 1,
-                   iterations: int = 1) -> list[dict[str, Any]]:
-    """Profile ``iterations`` calls of ``fn()`` with ``torch.profiler`` and return its kernel
-    events, following the lecture's hygiene: ``warmup`` calls first (first-call costs: library
+def record(fn: Callable[[], Any], *, device: str | None = None, warmup: int = 1, iterations: int = 1) -> Any:
+    """Profile ``iterations`` calls of ``fn()`` with ``torch.profiler`` and return the finished
+    profiler, following the lecture's hygiene: ``warmup`` calls first (first-call costs: library
     loading, allocation, autotuning), only the region of interest under the profiler, and a
-    synchronisation so every kernel has finished before the profiler stops."""
+    synchronisation so every kernel has finished before the profiler stops. Its
+    ``key_averages().table()`` is torch's own summary; ``events_from_profile`` its kernel events."""
     from torch.profiler import ProfilerActivity, profile
 
     from .hardware import device as current_device
@@ -353,8 +338,19 @@ def profile_events(fn: Callable[[], Any], *, device: str | None = None, warmup: 
             for _ in range(iterations):
                 fn()
             _sync(dev)
-        events = events_from_profile(prof, "cuda" if str(dev).startswith("cuda") else "cpu")
-    return events
+    return prof
+
+
+def profile_events(fn: Callable[[], Any], *, device: str | None = None, warmup: int = 1,
+                   iterations: int = 1) -> list[dict[str, Any]]:
+    """The kernel events (``events_from_profile``) of ``record(fn, ...)``: ``iterations`` calls of
+    ``fn()`` under ``torch.profiler`` after ``warmup`` calls, synchronised."""
+    from .hardware import device as current_device
+
+    dev = device or current_device()
+    prof = record(fn, device=dev, warmup=warmup, iterations=iterations)
+    with _quiet_profiler():
+        return events_from_profile(prof, "cuda" if str(dev).startswith("cuda") else "cpu")
 
 
 def small_resnet(channels: int = 16, blocks: int = 2, classes: int = 10, *, in_channels: int = 3,

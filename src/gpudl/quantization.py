@@ -24,15 +24,19 @@ applied once, after the integer GEMM; a scale per *input* channel k would not fa
 Public names, in reading order:
 
 ``QMAX``                       127
-``calibrate_max``, ``calibrate_percentile``   (reference) amax per tensor or per channel
-``symmetric_scale``            (reference) amax / 127
-``quantize``, ``dequantize``   (reference) to INT8 and back, per tensor or along a channel axis
-``quantize_per_tensor``, ``quantize_per_channel``   (reference) calibrate, scale and quantize
+``torch_amax``                 amax by torch (``torch.amax``, ``torch.quantile`` of the magnitudes),
+                               per tensor or per channel, "max" or "percentile" calibration
+``torch_quantize``             to INT8 by torch's ``fake_quantize_per_tensor_affine`` /
+                               ``fake_quantize_per_channel_affine`` on [-127, 127]
+``dequantize``                 back to float32, per tensor or along a channel axis
 ``int8_matmul``                (reference) INT8 x INT8 -> INT32 (``torch._int_mm`` where it runs,
                                else NumPy in int32); ``exact_matmul`` in Python integers
-``int8_linear``                (reference) a linear layer in INT8 with INT32 accumulation
 ``channel_errors``             relative quantization error of each channel
 ``Int8MLP``, ``quantize_mlp``, ``accuracy``   a small model's Linear layers run in INT8
+
+Lab 09 has you write calibration, quantization per tensor and per channel, and the INT8 linear
+layer yourself; the tools here are torch's routines (which its checks set aside while your code
+runs) and the INT32 GEMM.
 """
 from __future__ import annotations
 
@@ -70,76 +74,57 @@ def _per_channel(v: np.ndarray, ndim: int, axis: int | None) -> np.ndarray:
     return np.reshape(v, shape)
 
 
-@reference
-def calibrate_max(x: Any, axis: int | None = None) -> Any:
-    """The largest magnitude: one number (``axis`` None) or one per index of the channel
-    ``axis`` (the maximum over all the other axes)."""
-    a = np.abs(_np(x).astype(np.float64))
-    out = a.max(axis=_reduce_axes(a.ndim, axis))
-    return float(out) if axis is None else out
-
-
-@reference
-def calibrate_percentile(x: Any, percentile: float = 99.99, axis: int | None = None) -> Any:
-    """The ``percentile`` (in percent, 0-100) of the magnitudes, per tensor or per channel:
-    rarer outliers than ``100 - percentile`` percent are clipped."""
-    if not 0 < percentile <= 100:
-        raise ValueError(f"percentile is in percent, (0, 100], got {percentile}")
-    a = np.abs(_np(x).astype(np.float64))
-    if axis is None:
-        return float(np.percentile(a, percentile))
-    moved = np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1)
-    return np.percentile(moved, percentile, axis=1)
-
-
-@reference
-def symmetric_scale(amax: Any, qmax: int = QMAX) -> Any:
-    """``amax / qmax``; a channel that is all zeros (amax 0) gets scale 1 (its values quantize to 0)."""
+def _scale_of(amax: Any) -> Any:
+    """amax / 127, and 1 where amax is 0 (an all-zero channel quantizes to 0)."""
     a = np.asarray(amax, dtype=np.float64)
-    if np.any(a < 0) or not np.all(np.isfinite(a)):
-        raise ValueError(f"amax must be finite and >= 0, got {amax}")
-    s = np.where(a > 0, a / qmax, 1.0)
+    s = np.where(a > 0, a / QMAX, 1.0)
     return float(s) if s.ndim == 0 else s
 
 
-@reference
-def quantize(x: Any, scale: Any, axis: int | None = None) -> np.ndarray:
-    """``clamp(round(x / scale), -127, 127)`` as int8, rounding half to even (``np.rint``, like
-    ``torch.round``). ``scale`` is one number, or a vector along the channel ``axis``."""
-    x = _np(x).astype(np.float64)
-    s = _per_channel(np.asarray(scale, dtype=np.float64), x.ndim, axis)
-    return np.clip(np.rint(x / s), -QMAX, QMAX).astype(np.int8)
+def torch_amax(x: Any, *, method: str = "max", percentile: float = 99.99, axis: int | None = None) -> Any:
+    """The calibrated range of ``x`` by torch: ``torch.amax`` of ``|x|`` ("max") or
+    ``torch.quantile`` of ``|x|`` at ``percentile`` percent ("percentile"); one number, or one per
+    index of the channel ``axis`` (over all the other axes)."""
+    import torch
+
+    a = torch.from_numpy(np.abs(_np(x).astype(np.float64)))
+    if axis is not None:
+        red = _reduce_axes(a.ndim, axis)
+        a = a.permute(axis % a.ndim, *red).reshape(a.shape[axis], -1)
+    if method == "max":
+        out = torch.amax(a) if axis is None else torch.amax(a, dim=1)
+    elif method == "percentile":
+        if not 0 < percentile <= 100:
+            raise ValueError(f"percentile is in percent, (0, 100], got {percentile}")
+        out = torch.quantile(a.reshape(-1), percentile / 100) if axis is None else \
+            torch.quantile(a, percentile / 100, dim=1)
+    else:
+        raise ValueError(f"method must be 'max' or 'percentile', got {method!r}")
+    return float(out) if axis is None else out.numpy()
 
 
-@reference
+def torch_quantize(x: Any, *, scale: Any, axis: int | None = None) -> np.ndarray:
+    """``x`` as int8 on the symmetric range [-127, 127] with ``scale`` (one number, or a vector
+    along the channel ``axis``), by torch's fake quantization (round half to even, clamp)."""
+    import torch
+
+    t = torch.from_numpy(_np(x).astype(np.float64))
+    if axis is None:
+        fq = torch.fake_quantize_per_tensor_affine(t, float(scale), 0, -QMAX, QMAX)
+        s = float(scale)
+    else:
+        scales = torch.as_tensor(np.asarray(scale, dtype=np.float32).reshape(-1))     # torch takes float32 scales
+        t = t.float()
+        fq = torch.fake_quantize_per_channel_affine(t, scales, torch.zeros(scales.numel(), dtype=torch.int32),
+                                                    axis % t.ndim, -QMAX, QMAX)
+        s = _per_channel(scales.numpy(), t.ndim, axis)
+    return np.rint(fq.numpy() / s).astype(np.int8)
+
+
 def dequantize(q: Any, scale: Any, axis: int | None = None) -> np.ndarray:
     """``q * scale`` in float32 (``scale`` per tensor or along ``axis``)."""
     q = _np(q)
     return (q.astype(np.float64) * _per_channel(np.asarray(scale, dtype=np.float64), q.ndim, axis)).astype(np.float32)
-
-
-def _amax(x: Any, method: str, axis: int | None, percentile: float) -> Any:
-    if method == "max":
-        return calibrate_max(x, axis)
-    if method == "percentile":
-        return calibrate_percentile(x, percentile, axis)
-    raise ValueError(f"method must be 'max' or 'percentile', got {method!r}")
-
-
-@reference
-def quantize_per_tensor(x: Any, method: str = "max", percentile: float = 99.99) -> tuple[np.ndarray, float]:
-    """(int8 values, the one scale) of ``x``, calibrated on ``x`` itself."""
-    scale = symmetric_scale(_amax(x, method, None, percentile))
-    return quantize(x, scale), scale
-
-
-@reference
-def quantize_per_channel(x: Any, axis: int = 0, method: str = "max",
-                         percentile: float = 99.99) -> tuple[np.ndarray, np.ndarray]:
-    """(int8 values, a scale per index of ``axis``): for a weight (out, in) or (K, C, R, S), axis 0,
-    the output channels, whose scales factor out of the GEMM."""
-    scales = np.atleast_1d(symmetric_scale(_amax(x, method, axis, percentile)))
-    return quantize(x, scales, axis), scales
 
 
 # --- integer GEMM ----------------------------------------------------------------------------------
@@ -189,18 +174,6 @@ def exact_matmul(a: Any, b: Any) -> list[list[int]]:
     return [[sum(x * y for x, y in zip(row, col)) for col in cols] for row in a]
 
 
-@reference
-def int8_linear(q_x: Any, s_x: float, q_w: Any, s_w: Any, bias: Any = None) -> np.ndarray:
-    """A linear layer ``x W^T + b`` computed in INT8: ``q_x`` (M, K) int8 with one scale ``s_x``,
-    ``q_w`` (N, K) int8 with a scale per output channel ``s_w`` (N,) (or one); the INT32 sums
-    are dequantized by ``s_x * s_w[n]`` and the float bias added. Returns float32 (M, N)."""
-    acc = _np(int8_matmul(_np(q_x), np.ascontiguousarray(_np(q_w).T)))           # (M, N) int32
-    y = acc.astype(np.float64) * float(s_x) * np.asarray(s_w, dtype=np.float64).reshape(1, -1)
-    if bias is not None:
-        y = y + _np(bias).astype(np.float64).reshape(1, -1)
-    return y.astype(np.float32)
-
-
 def channel_errors(w: Any, q: Any, scale: Any, axis: int = 0) -> np.ndarray:
     """Per channel along ``axis``: || dequantize(q) - w || / || w || (0 for an all-zero channel)."""
     w = _np(w).astype(np.float64)
@@ -224,8 +197,10 @@ class _Int8Layer:
 class Int8MLP:
     """A ``nn.Sequential`` of Linear, BatchNorm1d (eval), ReLU (and Identity/Dropout) layers
     whose Linear layers run in INT8: activations quantized per tensor with a scale calibrated
-    beforehand, weights per tensor or per output channel, sums in INT32. Other layers run in
-    float32. Call it on a float array or tensor (batch, features); returns float32 logits."""
+    beforehand, weights per tensor or per output channel (``torch_amax``, ``torch_quantize``),
+    sums in INT32 (``int8_matmul``), then each output column scaled by ``s_x * s_w[n]`` and the
+    float bias added. Other layers run in float32. Call it on a float array or tensor (batch,
+    features); returns float32 logits."""
 
     def __init__(self, model: Any, calibration: Any, *, per_channel: bool, method: str = "max",
                  percentile: float = 99.99):
@@ -243,10 +218,17 @@ class Int8MLP:
         for i, xin in inputs.items():
             lin = model[i]
             w = _np(lin.weight.detach()).astype(np.float64)
-            q_w, s_w = quantize_per_channel(w, 0) if per_channel else quantize_per_tensor(w)
+            axis = 0 if per_channel else None
+            s_w = _scale_of(torch_amax(w, axis=axis))
+            q_w = torch_quantize(w, scale=s_w, axis=axis)
             self.layers[i] = _Int8Layer(q_w, np.broadcast_to(np.asarray(s_w, dtype=np.float64), (w.shape[0],)).copy(),
                                         None if lin.bias is None else _np(lin.bias.detach()).astype(np.float64),
-                                        symmetric_scale(_amax(xin, method, None, percentile)))
+                                        _scale_of(torch_amax(xin, method=method, percentile=percentile)))
+
+    def _linear(self, layer: _Int8Layer, h: Any) -> np.ndarray:
+        sums = _np(int8_matmul(torch_quantize(h, scale=layer.s_x), np.ascontiguousarray(layer.q_w.T)))   # int32
+        y = dequantize(sums, layer.s_x * layer.s_w, axis=1).astype(np.float64)
+        return (y if layer.bias is None else y + layer.bias).astype(np.float32)
 
     def __call__(self, x: Any) -> np.ndarray:
         import torch
@@ -254,11 +236,7 @@ class Int8MLP:
         h = torch.as_tensor(_np(x), dtype=torch.float32)
         with torch.no_grad():
             for i, layer in enumerate(self.model):
-                if i in self.layers:
-                    L = self.layers[i]
-                    h = torch.from_numpy(int8_linear(quantize(h, L.s_x), L.s_x, L.q_w, L.s_w, L.bias))
-                else:
-                    h = layer(h)
+                h = torch.from_numpy(self._linear(self.layers[i], h)) if i in self.layers else layer(h)
         return _np(h).astype(np.float32)
 
 
@@ -274,7 +252,5 @@ def accuracy(predict: Callable[[Any], Any], x: Any, labels: Any) -> float:
     return float(np.mean(np.argmax(logits, axis=1) == _np(labels)))
 
 
-__all__ = ["QMAX", "calibrate_max", "calibrate_percentile", "symmetric_scale", "quantize", "dequantize",
-           "quantize_per_tensor", "quantize_per_channel", "int8_matmul", "exact_matmul", "int8_linear",
-           "channel_errors", "Int8MLP", "quantize_mlp", "accuracy"]
-
+__all__ = ["QMAX", "torch_amax", "torch_quantize", "dequantize", "int8_matmul", "exact_matmul", "channel_errors",
+           "Int8MLP", "quantize_mlp", "accuracy"]

@@ -25,9 +25,8 @@ Public names, in reading order:
 ``gemm_candidates``, ``tune_gemm``   Unit 03's Triton GEMM tile shapes as candidates, tuned
                                 per (M, N, K, dtype)
 ``BatchPoint``, ``batch_sweep``  latency and throughput of a model against batch size
-``LATENCY_BUDGET_30FPS``, ``largest_batch_within``   (reference) the largest batch whose
-                                latency meets a budget
-``latency_at``                  (reference) latency of a batch at a given throughput: batch / FPS
+``LATENCY_BUDGET_30FPS``       the lecture's budget: one frame every 33 ms (Lab 09 picks the
+                                largest batch whose latency meets a budget)
 """
 from __future__ import annotations
 
@@ -36,7 +35,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
-from .references import reference
 
 
 @dataclass(frozen=True)
@@ -184,22 +182,3 @@ def batch_sweep(model: Callable[[Any], Any], make_input: Callable[[int], Any], b
             bar.update()
     return points
 
-
-@reference
-def largest_batch_within(batches: Sequence[int], latencies_s: Sequence[float], budget_s: float = LATENCY_BUDGET_30FPS) -> int | None:
-    """The largest batch size whose measured latency (time for the whole batch) is at most
-    ``budget_s``; None when even the smallest misses it. A batch's frames all wait for the batch:
-    the budget bounds latency(B), not latency(B) / B, which is 1 / throughput."""
-    if len(batches) != len(latencies_s):
-        raise ValueError(f"{len(batches)} batch sizes but {len(latencies_s)} latencies")
-    fitting = [int(b) for b, t in zip(batches, latencies_s) if t <= budget_s]
-    return max(fitting) if fitting else None
-
-
-@reference
-def latency_at(fps: float, batch: int) -> float:
-    """Seconds from a batch's first frame to its result at ``fps`` frames per second of
-    throughput: ``batch / fps`` (the lecture: 30 FPS is 33 ms at batch 1, 66 ms at batch 2)."""
-    if fps <= 0 or batch < 1:
-        raise ValueError(f"need fps > 0 and batch >= 1, got {fps}, {batch}")
-    return batch / fps

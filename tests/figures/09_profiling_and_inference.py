@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from figures import Figure
 
-from gpudl import conv, profiling, tuning
+from gpudl import conv, profiling
+from gpudl_instructor.references.lab01 import batch_latency
 
 
 def _share(what: str) -> float:
@@ -45,6 +46,6 @@ FIGURES = [
     # tuning and batching
     Figure("from 0.26 ms for Winograd", 0.26, lambda ns: conv.LECTURE_GV100_3X3["WINOGRAD"][0]),
     Figure("to 45 ms for FFT", 45, lambda ns: conv.LECTURE_GV100_3X3["FFT"][0], rtol=0.01),
-    Figure("a frame is out 33 ms after it arrives", 33, lambda ns: tuning.latency_at(30, 1) * 1e3, rtol=0.02),
-    Figure("at 2 frames per batch 67 ms", 67, lambda ns: tuning.latency_at(30, 2) * 1e3, rtol=0.01),
+    Figure("a frame is out 33 ms after it arrives", 33, lambda ns: batch_latency(30, 1) * 1e3, rtol=0.02),
+    Figure("at 2 frames per batch 67 ms", 67, lambda ns: batch_latency(30, 2) * 1e3, rtol=0.01),
 ]

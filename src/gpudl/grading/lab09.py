@@ -1,21 +1,24 @@
-"""Checks for lab09_profiling_and_inference.
+"""Checks for lab09_profiling_and_inference: the visible cases, the examples of the released notebook.
 
-Each check takes the student's function and ``hidden=False`` (the cases of the released
-notebook) or ``hidden=True`` (cases drawn from the instructor's secret seed). The answers come
-from ``gpudl.profiling``, ``gpudl.fusion``, ``gpudl.quantization`` and ``gpudl.tuning``, which
-the student's code may not call while it is checked.
+``check.NAME(fn)`` runs them; ``check.NAME(fn, hidden=True)`` runs the instructor's hidden cases
+(``gpudl_instructor.checks.lab09``, drawn from the grader's secret) when the notebook is graded,
+through the same comparisons (``_compare_NAME``), so they teach alike. Where the expected values
+come from:
 
-Everything crosses the grading boundary as plain data:
+- the kernel summary: on synthetic traces, the values stored at release (``expected("lab09")``);
+  on a real ``torch.profiler`` trace of a small ResNet that the check records itself, the trace:
+  a row's numbers are those of the events of its name, its share is of all the durations;
+- the lecture's table (a question): only whether the answer is well-formed;
+- the chain's bytes, the roofline's prediction, calibration, quantization, the batch choice: the store;
+- BN folding: ``torch.nn.utils.fusion.fuse_conv_bn_weights``, and conv then BN in eval mode;
+- the INT8 linear layer: exact integer arithmetic (``quantization.exact_matmul``);
+- the tuner: the known speeds of a simulated device that ``_drive_tuner`` (``@student_side``)
+  builds in the student's process (a virtual clock, slow first calls), running the student's
+  ``tune`` on it and returning what happened (choices, runs) as plain data.
 
-- the kernel summary is graded on a *real* ``torch.profiler`` trace that the check records in
-  its own process (a small ResNet, sized from the seed when hidden) and hands to the student's
-  function as a list of dicts, the same events ``gpudl.profiling.profile_events`` gives in the
-  notebook; the reference summarises the very same list;
-- the tuner needs a device to time candidates on: ``_drive_tuner`` (``@student_side``) builds a
-  simulated one in the student's process (a virtual clock; each candidate's first calls are
-  slow, as compiling and cold caches make them) from the plan the check draws, runs the
-  student's ``tune`` on it with a cache, and returns what happened (the choices, how often each
-  candidate ran) as plain data.
+The course's tools that would do an exercise (torch's folding and quantization routines and the
+course's wrappers of them, the chain's op model, the INT32 GEMM, the tuner class) are set aside
+while the student's code runs.
 """
 from __future__ import annotations
 
@@ -25,10 +28,11 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from .. import fusion, profiling, quantization, tuning
+from .. import profiling, quantization
 from ..hardware import device as current_device
-from . import (GradingError, assert_close, assert_equal, call_student, check_choice, exercise, quiet, rng,
+from . import (GradingError, assert_close, assert_equal, call_student, choice_letters, exercise, question, quiet,
                run_student, student_side)
+from .expected import expected
 
 LAB = "lab09"
 KEYS = ("name", "instances", "total_ns", "avg_ns", "min_ns", "max_ns", "time_pct")
@@ -83,102 +87,113 @@ def _rows_of(got: Any, where: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _compare_summary(got: Any, events: list[dict[str, Any]], top: int | None, where: str) -> None:
-    """The student's rows against ``profiling.kernel_summary(events)``, row by row by name. Kernels
-    whose totals tie may come in either order (on a GPU two short kernels can take the same
-    nanoseconds), and a top-k cut through a tie may keep either."""
+def _compare_summary(got: Any, events: list[dict[str, Any]], top: int | None, full: Sequence[Any] | None,
+                     where: str) -> None:
+    """The student's rows against the full table ``full`` (``KernelRow``s of the reference, by
+    decreasing total), row by row by name; with ``full`` None (a real trace, top=None) against the
+    trace itself: each row's numbers are those of the events of its name. Kernels whose totals
+    tie may come in either order (on a GPU two short kernels can take the same nanoseconds), and
+    a top-k cut through a tie may keep either."""
     __tracebackhide__ = True
     rows = _rows_of(got, where)
-    full = profiling.kernel_summary(events)
-    by_name = {r.name: r for r in full}
-    want_len = len(full) if top is None else min(top, len(full))
     names = [str(r["name"]) for r in rows]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise GradingError(f"{where}: {dup!r} has more than one row: one row per kernel *name*, all its instances together")
+    grand_n = len(events)
+    grand_t = float(sum(e["duration_ns"] for e in events))
+    if full is None:                  # the trace itself, for the names the rows give (all of them, or too few rows)
+        present = {str(e["name"]) for e in events}
+        full = sorted((profiling._row(n, [float(e["duration_ns"]) for e in events if str(e["name"]) == n], grand_t)
+                       for n in names if n in present), key=lambda r: -r.total_ns)
+        n_names = len(present)
+    else:
+        n_names = len(full)
+    by_name = {r.name: r for r in full}
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise GradingError(f"{where}: no kernel is called {unknown[0]!r}; the names are the events' 'name' values")
+    want_len = n_names if top is None else min(top, n_names)
     if len(rows) != want_len:
-        hint = (f": top={top} keeps the first {top} rows of the sorted table" if top is not None and len(rows) == len(full)
+        hint = (f": top={top} keeps the first {top} rows of the sorted table" if top is not None and len(rows) == n_names
                 else ": one row per kernel name")
         raise GradingError(f"{where}: {len(rows)} rows, expected {want_len}{hint}")
     totals = [by_name[n].total_ns for n in names]
     if any(a < b for a, b in zip(totals, totals[1:])) or sorted(totals, reverse=True) != [r.total_ns for r in full[:want_len]]:
         raise GradingError(f"{where}: rows in the order {names[:4]}..., expected {[r.name for r in full[:4]]}...: sort by "
                            "decreasing total time (the hot spots first)")
-    grand_n = len(events)
-    grand_t = float(sum(e["duration_ns"] for e in events))
     wall = _wall(events)
     for mine in rows:
-        want = by_name[str(mine["name"])]
-        label = f"{where}, kernel {want.name!r}"
-        try:
-            instances = mine["instances"]
-            assert_equal(int(instances) if isinstance(instances, (int, np.integer, float)) else instances,
-                         want.instances, name="instances")
-            for key in ("total_ns", "min_ns", "max_ns"):
-                assert_close(mine[key], getattr(want, key), name=key)
-        except GradingError as exc:
-            raise GradingError(f"{label}: {exc}") from None
-        avg = float(mine["avg_ns"])
-        if want.instances > 1 and math.isclose(avg, grand_t / grand_n, rel_tol=1e-9) and \
-                not math.isclose(avg, want.avg_ns, rel_tol=1e-9):
-            raise GradingError(f"{label}: avg_ns is {avg:g}, the average over *all* kernels; expected {want.avg_ns:g}, "
-                               "the average of this kernel's own instances (its total / its instances)")
-        try:
-            assert_close(avg, want.avg_ns, name="avg_ns")
-        except GradingError as exc:
-            raise GradingError(f"{label}: {exc}: the average is this kernel's total over its instances") from None
-        pct = float(mine["time_pct"])
-        if math.isclose(pct, 100 * want.total_ns / wall, rel_tol=1e-6) and wall != grand_t:
-            raise GradingError(f"{label}: time_pct is {pct:.4g}, the share of the trace's wall-clock span "
-                               f"({wall:g} ns, idle gaps included); expected {want.time_pct:.4g}, the share of the "
-                               f"kernels' time, the sum of all durations ({grand_t:g} ns)")
-        try:
-            assert_close(pct, want.time_pct, name="time_pct",
-                         hints={0.01: "a factor of 1/100: time_pct is in percent (0-100), not a fraction"})
-        except GradingError as exc:
-            raise GradingError(f"{label}: {exc}: 100 x this kernel's total / the total of all kernels") from None
+        _compare_row(mine, by_name[str(mine["name"])], grand_n, grand_t, wall, where)
+
+
+def _compare_row(mine: Mapping[str, Any], want: Any, grand_n: int, grand_t: float, wall: float, where: str) -> None:
+    __tracebackhide__ = True
+    label = f"{where}, kernel {want.name!r}"
+    try:
+        instances = mine["instances"]
+        assert_equal(int(instances) if isinstance(instances, (int, np.integer, float)) else instances,
+                     want.instances, name="instances")
+        for key in ("total_ns", "min_ns", "max_ns"):
+            assert_close(mine[key], getattr(want, key), name=key)
+    except GradingError as exc:
+        raise GradingError(f"{label}: {exc}") from None
+    avg = float(mine["avg_ns"])
+    if want.instances > 1 and math.isclose(avg, grand_t / grand_n, rel_tol=1e-9) and \
+            not math.isclose(avg, want.avg_ns, rel_tol=1e-9):
+        raise GradingError(f"{label}: avg_ns is {avg:g}, the average over *all* kernels; expected {want.avg_ns:g}, "
+                           "the average of this kernel's own instances (its total / its instances)")
+    try:
+        assert_close(avg, want.avg_ns, name="avg_ns")
+    except GradingError as exc:
+        raise GradingError(f"{label}: {exc}: the average is this kernel's total over its instances") from None
+    pct = float(mine["time_pct"])
+    if math.isclose(pct, 100 * want.total_ns / wall, rel_tol=1e-6) and wall != grand_t:
+        raise GradingError(f"{label}: time_pct is {pct:.4g}, the share of the trace's wall-clock span "
+                           f"({wall:g} ns, idle gaps included); expected {want.time_pct:.4g}, the share of the "
+                           f"kernels' time, the sum of all durations ({grand_t:g} ns)")
+    try:
+        assert_close(pct, want.time_pct, name="time_pct",
+                     hints={0.01: "a factor of 1/100: time_pct is in percent (0-100), not a fraction"})
+    except GradingError as exc:
+        raise GradingError(f"{label}: {exc}: 100 x this kernel's total / the total of all kernels") from None
+
+
+def _compare_kernel_summary(fn: Callable, cases: Sequence[tuple[list, int | None, str]], ref: Any) -> None:
+    """Each case (events, top, label) against ``ref.kernel_summary(events)``, the full table; with
+    ``ref`` None (a trace recorded now, in no store; top None) against the trace itself."""
+    __tracebackhide__ = True
+    for events, top, label in cases:
+        full = None if ref is None else ref.kernel_summary(events)
+        got = call_student(fn, events, top, forbid=_SUMMARY_FORBID, label="the kernel summary",
+                           what=f"kernel_summary on {label}")
+        _compare_summary(got, events, top, full, f"on {label}")
+
+
+# The course's tables of a trace: nvtxkernsum is the same grouping per range.
+_SUMMARY_FORBID = [profiling.range_summary, "gpudl.profiling._row"]
 
 
 @exercise
-def kernel_summary(fn: Callable, hidden: bool = False) -> None:
+def kernel_summary(fn: Callable) -> None:
     """``fn(events, top=None)`` -> rows (dicts with KEYS), by decreasing total time."""
     __tracebackhide__ = True
-    if not hidden:
-        g = np.random.default_rng(9)
-        real = _real_trace(8, 2, 2, 2, 12)
-        cases = [(_synthetic_trace(g, 3), None, "three kernels with idle gaps between them"),
-                 (real, None, "a torch.profiler trace of a small ResNet, 2 iterations (recorded by the check)"),
-                 (real, 2, "the same trace with top=2")]
-    else:
-        g = rng(f"{LAB}.kernel_summary")
-        real = _real_trace(int(g.choice([4, 8, 12])), int(g.integers(1, 4)), int(g.integers(1, 4)),
-                           int(g.integers(1, 4)), int(g.choice([8, 12, 16])))
-        cases = [(_synthetic_trace(g, int(g.integers(2, 6))), None, "a synthetic trace"),
-                 (real, None, "a torch.profiler trace recorded by the check"),
-                 (real, int(g.integers(1, 4)), "the same trace with top=k"),
-                 (_synthetic_trace(g, 5), 1, "a synthetic trace with top=1")]
-    for events, top, label in cases:
-        got = call_student(fn, events, top, forbid=[profiling.kernel_summary, profiling.range_summary],
-                           label="the kernel summary", what=f"kernel_summary on {label}")
-        _compare_summary(got, events, top, f"on {label}")
+    g = np.random.default_rng(9)
+    _compare_kernel_summary(fn, [(_synthetic_trace(g, 3), None, "three kernels with idle gaps between them"),
+                                 (_synthetic_trace(g, 4), 2, "four kernels, top=2")], expected(LAB))
+    _compare_kernel_summary(fn, [(_real_trace(8, 2, 2, 2, 12), None,
+                                  "a torch.profiler trace of a small ResNet, 2 iterations (recorded by the check)")], None)
 
 
 # --- 2. the lecture's table, a question ------------------------------------------------------------
 
-_FOLDED = "279ee059ffea074b7fc7515de2767619"
-
-
 @exercise
+@question
 def lecture_question(answer: Any) -> None:
-    """Which of the lecture's five kernels disappear when BN is folded and the network stays NHWC."""
+    """Which of the lecture's five kernels disappear when BN is folded and the network stays NHWC
+    (the letters of A-E; whether they are right is judged when the notebook is graded)."""
     __tracebackhide__ = True
-    check_choice(LAB, answer, "ABCDE", _FOLDED,
-                 "folding moves the BN's arithmetic into the convolution's weights; keeping the network in NHWC "
-                 "removes the conversions. Which kernels are those two? (ReLU and add need a different fusion: "
-                 "into the convolution's epilogue)", question="lecture")
+    choice_letters(answer, "ABCDE")
 
 
 # --- 3. bytes of the chain -----------------------------------------------------------------------------
@@ -193,57 +208,39 @@ def _as_pair(got: Any, where: str) -> tuple[float, float]:
         raise GradingError(f"{where}: return two numbers, got {got!r}") from None
 
 
-@exercise
-def chain_bytes(fn: Callable, hidden: bool = False) -> None:
-    """``fn(rows, cols, bytes_per_element)`` -> (unfused bytes, fused bytes)."""
+def _compare_chain_bytes(fn: Callable, cases: Sequence[tuple[int, int, int, str]], ref: Any) -> None:
     __tracebackhide__ = True
-    if not hidden:
-        cases = [(8192, 8192, 2, "8192 x 8192 in FP16"), (3, 5, 4, "3 x 5 in FP32 (the bias matters here)")]
-    else:
-        g = rng(f"{LAB}.chain_bytes")
-        cases = [(int(g.integers(1, 5000)), int(g.integers(1, 5000)), int(g.choice([1, 2, 4, 8])), "") for _ in range(6)]
-        cases.append((1, 1, 2, "a 1 x 1 tensor"))
     for rows, cols, size, label in cases:
         where = f"chain_bytes({rows}, {cols}, {size})" + (f" ({label})" if label else "")
-        want = fusion.chain_bytes(rows, cols, size)
-        got = _as_pair(call_student(fn, rows, cols, size, forbid=[fusion.chain_bytes], label="the chain's bytes",
-                                    what=where), where)
-        for value, expected, which, per in ((got[0], want[0], "unfused", "x + bias reads x and bias and writes t; "
-                                             "gelu reads t and writes u; + residual reads u and the residual and "
-                                             "writes y"),
-                                            (got[1], want[1], "fused", "the fused kernel reads x, bias and the "
-                                             "residual once and writes y once; no intermediate touches DRAM")):
-            if value != expected:
-                raise GradingError(f"{where}: {which} bytes {value:g}, expected {expected:g}: {per} "
+        want = ref.chain_bytes(rows, cols, size)
+        got = _as_pair(call_student(fn, rows, cols, size, forbid=["gpudl.fusion.chain_ops", "gpudl.fusion.fused_op"],
+                                    label="the chain's bytes", what=where), where)
+        for value, expected_b, which, per in ((got[0], want[0], "unfused", "x + bias reads x and bias and writes t; "
+                                               "gelu reads t and writes u; + residual reads u and the residual and "
+                                               "writes y"),
+                                              (got[1], want[1], "fused", "the fused kernel reads x, bias and the "
+                                               "residual once and writes y once; no intermediate touches DRAM")):
+            if value != expected_b:
+                raise GradingError(f"{where}: {which} bytes {value:g}, expected {expected_b:g}: {per} "
                                    f"(every tensor of rows x cols elements, the bias cols elements, {size} bytes each)")
+
+
+@exercise
+def chain_bytes(fn: Callable) -> None:
+    """``fn(rows, cols, bytes_per_element)`` -> (unfused bytes, fused bytes)."""
+    __tracebackhide__ = True
+    _compare_chain_bytes(fn, [(8192, 8192, 2, "8192 x 8192 in FP16"), (3, 5, 4, "3 x 5 in FP32 (the bias matters here)")],
+                         expected(LAB))
 
 
 # --- 4. the roofline's prediction ------------------------------------------------------------------
 
-@exercise
-def predicted_speedup(fn: Callable, hidden: bool = False) -> None:
-    """``fn(ops, fused, peak, bandwidth)`` -> sum of the ops' roofline times / the fused kernel's."""
+def _compare_predicted_speedup(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
     __tracebackhide__ = True
-    if not hidden:
-        peak, bw = 989e12 / 2, 3.35e12
-        n = 8192 * 8192
-        chain = [(n, 4 * n), (8 * n, 4 * n), (n, 6 * n)]
-        cases = [(chain, (10 * n, 6 * n), peak, bw, "the chain on an H100, FP16 (every kernel memory-bound)"),
-                 ([(2 * 4096 ** 3, 3 * 4096 ** 2 * 2), (4096 ** 2, 4 * 4096 ** 2)],
-                  (2 * 4096 ** 3 + 4096 ** 2, 3 * 4096 ** 2 * 2), 989e12, bw,
-                  "a compute-bound GEMM and a bias-add fused into it (the GEMM's math still takes its time)")]
-    else:
-        g = rng(f"{LAB}.predicted_speedup")
-        cases = []
-        for _ in range(6):
-            ops = [(float(g.uniform(1e6, 1e12)), float(g.uniform(1e6, 1e10))) for _ in range(int(g.integers(1, 5)))]
-            fused = (sum(f for f, _ in ops), float(g.uniform(0.2, 1.0)) * min(b for _, b in ops))
-            cases.append((ops, fused, float(g.uniform(1e13, 1e15)), float(g.uniform(5e11, 5e12)), ""))
     for ops, fused, peak, bw, label in cases:
         where = "predicted_speedup" + (f" on {label}" if label else f"({len(ops)} ops)")
-        want = fusion.predicted_speedup(ops, fused, peak, bw)
-        got = call_student(fn, ops, fused, peak, bw, forbid=[fusion.predicted_speedup, fusion.roofline_time],
-                           label="the roofline's prediction", what=where)
+        want = ref.predicted_speedup(ops, fused, peak, bw)
+        got = call_student(fn, ops, fused, peak, bw, label="the roofline's prediction", what=where)
         try:
             assert_close(got, want, name="predicted speed-up")
         except GradingError as exc:
@@ -251,37 +248,40 @@ def predicted_speedup(fn: Callable, hidden: bool = False) -> None:
                                "takes the sum over its kernels, the fused kernel its own maximum") from None
 
 
+@exercise
+def predicted_speedup(fn: Callable) -> None:
+    """``fn(ops, fused, peak, bandwidth)`` -> sum of the ops' roofline times / the fused kernel's."""
+    __tracebackhide__ = True
+    peak, bw = 989e12 / 2, 3.35e12
+    n = 8192 * 8192
+    chain = [(n, 4 * n), (8 * n, 4 * n), (n, 6 * n)]
+    _compare_predicted_speedup(fn, [
+        (chain, (10 * n, 6 * n), peak, bw, "the chain on an H100, FP16 (every kernel memory-bound)"),
+        ([(2 * 4096 ** 3, 3 * 4096 ** 2 * 2), (4096 ** 2, 4 * 4096 ** 2)], (2 * 4096 ** 3 + 4096 ** 2, 3 * 4096 ** 2 * 2),
+         989e12, bw, "a compute-bound GEMM and a bias-add fused into it (the GEMM's math still takes its time)")],
+        expected(LAB))
+
+
 # --- 5. folding BN into the convolution ---------------------------------------------------------
 
-_FOLD_FORBID = [fusion.fold_conv_bn, "torch.nn.utils.fusion.fuse_conv_bn_weights",
-                "torch.nn.utils.fusion.fuse_conv_bn_eval"]
+_FOLD_FORBID = ["torch.nn.utils.fusion.fuse_conv_bn_weights", "torch.nn.utils.fusion.fuse_conv_bn_eval",
+                "gpudl.fusion.fold_conv_bn_module"]
 
 
-@exercise
-def fold_bn(fn: Callable, hidden: bool = False) -> None:
-    """``fn(weight, bias, mean, var, gamma, beta, eps)`` -> (weight', bias') of the folded convolution."""
+def _bn_case(g: torch.Generator, k: int, c: int, r: int, bias: bool, eps: float, var_lo: float = 0.5) -> tuple:
+    """(weight (k, c, r, r), bias or None, mean, var, gamma, beta, eps) in float64 from ``g``."""
+    w = torch.randn(k, c, r, r, generator=g, dtype=torch.float64)
+    b = torch.randn(k, generator=g, dtype=torch.float64) if bias else None
+    stats = (torch.randn(k, generator=g, dtype=torch.float64),                      # mean
+             torch.rand(k, generator=g, dtype=torch.float64) * 2 + var_lo,          # var
+             torch.randn(k, generator=g, dtype=torch.float64),                      # gamma
+             torch.randn(k, generator=g, dtype=torch.float64))                      # beta
+    return w, b, *stats, eps
+
+
+def _compare_fold_bn(fn: Callable, cases: Sequence[tuple[tuple, str]], g: torch.Generator) -> None:
+    """Against torch's folding and against conv then BN on an input drawn from ``g``."""
     __tracebackhide__ = True
-    g = torch.Generator().manual_seed(21)
-    if hidden:
-        g.manual_seed(int(rng(f"{LAB}.fold_bn").integers(2 ** 31)))
-
-    def case(k, c, r, bias, eps, var_lo=0.5):
-        w = torch.randn(k, c, r, r, generator=g, dtype=torch.float64)
-        b = torch.randn(k, generator=g, dtype=torch.float64) if bias else None
-        stats = (torch.randn(k, generator=g, dtype=torch.float64),                      # mean
-                 torch.rand(k, generator=g, dtype=torch.float64) * 2 + var_lo,          # var
-                 torch.randn(k, generator=g, dtype=torch.float64),                      # gamma
-                 torch.randn(k, generator=g, dtype=torch.float64))                      # beta
-        return w, b, *stats, eps
-
-    if not hidden:
-        cases = [(case(6, 4, 3, True, 1e-5), "a 3x3 convolution with bias, 6 filters over 4 channels"),
-                 (case(5, 3, 1, False, 1e-5), "a convolution without bias (bias=None)"),
-                 (case(4, 2, 3, True, 0.5, var_lo=0.01), "eps = 0.5 and variances near 0 (eps matters)")]
-    else:
-        gg = rng(f"{LAB}.fold_bn.shapes")
-        cases = [(case(int(gg.integers(1, 9)), int(gg.integers(1, 9)), int(gg.choice([1, 3, 5])), bool(gg.random() < 0.6),
-                       float(gg.choice([1e-5, 1e-3, 0.1])), var_lo=float(gg.choice([0.001, 0.5]))), "") for _ in range(6)]
     for args, label in cases:
         w, b, mean, var, gamma, beta, eps = args
         where = f"fold_bn on {label}" if label else f"fold_bn (weight {tuple(w.shape)}, bias {'None' if b is None else 'given'})"
@@ -307,42 +307,45 @@ def fold_bn(fn: Callable, hidden: bool = False) -> None:
                      name="folded convolution's output (against conv then BN in eval mode)")
 
 
+@exercise
+def fold_bn(fn: Callable) -> None:
+    """``fn(weight, bias, mean, var, gamma, beta, eps)`` -> (weight', bias') of the folded convolution."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(21)
+    cases = [(_bn_case(g, 6, 4, 3, True, 1e-5), "a 3x3 convolution with bias, 6 filters over 4 channels"),
+             (_bn_case(g, 5, 3, 1, False, 1e-5), "a convolution without bias (bias=None)"),
+             (_bn_case(g, 4, 2, 3, True, 0.5, var_lo=0.01), "eps = 0.5 and variances near 0 (eps matters)")]
+    _compare_fold_bn(fn, cases, g)
+
+
 # --- 6-9. INT8 ---------------------------------------------------------------------------------------
 
-def _heavy(g: np.random.Generator, shape: tuple[int, ...], outliers: int = 2) -> np.ndarray:
-    x = g.standard_normal(shape)
-    flat = x.reshape(-1)
-    idx = g.choice(flat.size, size=min(outliers, flat.size), replace=False)
-    flat[idx] = g.choice([-1.0, 1.0], size=idx.size) * g.uniform(20, 60, size=idx.size)
-    return x
+_CALIBRATE_FORBID = ["torch.amax", "torch.quantile", "gpudl.quantization.torch_amax"]
 
 
-@exercise
-def calibrate(fn: Callable, hidden: bool = False) -> None:
-    """``fn(x, method="max", percentile=99.99)`` -> amax (a float)."""
+def _compare_calibrate(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
     __tracebackhide__ = True
-    if not hidden:
-        g = np.random.default_rng(3)
-        x = np.concatenate([g.standard_normal(20_000), [80.0, -120.0]])
-        cases = [(x, "max", 99.99, "data whose largest magnitude is negative (-120)"),
-                 (x, "percentile", 99.9, "the same data, 99.9th percentile of the magnitudes"),
-                 (-np.abs(g.standard_normal((50, 40))), "percentile", 99.0, "negative data, 99th percentile")]
-    else:
-        g = rng(f"{LAB}.calibrate")
-        cases = []
-        for _ in range(4):
-            x = _heavy(g, (int(g.integers(10, 200)), int(g.integers(1, 50))), int(g.integers(1, 5)))
-            cases.append((x, str(g.choice(["max", "percentile"])), float(g.choice([99.0, 99.9, 99.99, 95.0])), ""))
     for x, method, pct, label in cases:
         where = f"calibrate(x, {method!r}, {pct})" + (f" on {label}" if label else "")
-        want = quantization.calibrate_max(x) if method == "max" else quantization.calibrate_percentile(x, pct)
-        got = call_student(fn, x, method, pct, forbid=[quantization.calibrate_max, quantization.calibrate_percentile],
-                           label="calibration", what=where)
+        want = ref.calibrate_max(x) if method == "max" else ref.calibrate_percentile(x, pct)
+        got = call_student(fn, x, method, pct, forbid=_CALIBRATE_FORBID, label="calibration", what=where)
         try:
             assert_close(got, want, name="amax")
         except GradingError as exc:
             raise GradingError(f"{where}: {exc}: amax is about magnitudes, |x| (a symmetric range covers "
                                "-amax..amax); the percentile is in percent (np.percentile(|x|, 99.99))") from None
+
+
+@exercise
+def calibrate(fn: Callable) -> None:
+    """``fn(x, method="max", percentile=99.99)`` -> amax (a float)."""
+    __tracebackhide__ = True
+    g = np.random.default_rng(3)
+    x = np.concatenate([g.standard_normal(2_000), [80.0, -120.0]])
+    _compare_calibrate(fn, [(x, "max", 99.99, "data whose largest magnitude is negative (-120)"),
+                            (x, "percentile", 99.9, "the same data, 99.9th percentile of the magnitudes"),
+                            (-np.abs(g.standard_normal((50, 40))), "percentile", 99.0, "negative data, 99th percentile")],
+                       expected(LAB))
 
 
 def _as_q(got: Any, where: str, shape: tuple[int, ...]) -> tuple[np.ndarray, Any]:
@@ -372,29 +375,17 @@ def _compare_q(q: np.ndarray, want: np.ndarray, x: np.ndarray, scale: Any, where
                            f"got {got_v}, expected {want_v}: {hint}")
 
 
-@exercise
-def quantize_per_tensor(fn: Callable, hidden: bool = False) -> None:
-    """``fn(x, amax)`` -> (q int8, scale) with scale = amax / 127."""
+_QUANTIZE_FORBID = ["torch.fake_quantize_per_tensor_affine", "torch.fake_quantize_per_channel_affine",
+                    "torch.quantize_per_tensor", "torch.quantize_per_channel", "gpudl.quantization.torch_quantize"]
+
+
+def _compare_quantize_per_tensor(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
     __tracebackhide__ = True
-    if not hidden:
-        g = np.random.default_rng(4)
-        x = g.standard_normal((6, 8)) * 2
-        cases = [(x, float(np.abs(x).max()), "a 6x8 array, amax = max |x|"),
-                 (np.array([-3.0, -1.2, 0.0, 0.6, 1.9, 3.0]), 3.0, "values from -amax to amax"),
-                 (x, 1.5, "amax = 1.5 from a percentile: values beyond it are clipped")]
-    else:
-        g = rng(f"{LAB}.quantize_per_tensor")
-        cases = []
-        for _ in range(4):
-            x = _heavy(g, (int(g.integers(1, 30)), int(g.integers(1, 30))), 1)
-            cases.append((x, float(np.abs(x).max() * g.choice([1.0, 0.1, 0.5])), ""))
     for x, amax, label in cases:
         where = f"quantize_per_tensor(x, {amax:.4g})" + (f" on {label}" if label else "")
         scale = amax / 127
-        want = quantization.quantize(x, scale)
-        got = call_student(fn, x, amax, forbid=[quantization.quantize, quantization.quantize_per_tensor,
-                                                quantization.symmetric_scale], label="per-tensor quantization",
-                           what=where)
+        want = ref.quantize(x, scale)
+        got = call_student(fn, x, amax, forbid=_QUANTIZE_FORBID, label="per-tensor quantization", what=where)
         q, s = _as_q(got, where, x.shape)
         try:
             assert_close(s, scale, name="scale", hints={127 / 128: "a factor of 127/128: the scale is amax / 127 "
@@ -405,26 +396,23 @@ def quantize_per_tensor(fn: Callable, hidden: bool = False) -> None:
 
 
 @exercise
-def quantize_per_channel(fn: Callable, hidden: bool = False) -> None:
-    """``fn(w, axis=0)`` -> (q int8 like w, scales (w.shape[axis],)), calibrated by max per channel."""
+def quantize_per_tensor(fn: Callable) -> None:
+    """``fn(x, amax)`` -> (q int8, scale) with scale = amax / 127."""
     __tracebackhide__ = True
-    g = rng(f"{LAB}.quantize_per_channel") if hidden else np.random.default_rng(5)
-    if not hidden:
-        w = g.standard_normal((4, 6))
-        w[2] *= 50                                                              # an outlier channel
-        cases = [(w, 0, "a (4, 6) weight with an outlier row, axis=0"),
-                 (g.standard_normal((5, 3, 3, 3)), 0, "a (5, 3, 3, 3) convolution weight, axis=0"),
-                 (g.standard_normal((3, 7)), 1, "a (3, 7) array, axis=1")]
-    else:
-        cases = []
-        for _ in range(4):
-            shape = tuple(int(d) for d in g.integers(1, 7, size=int(g.integers(2, 5))))
-            cases.append((_heavy(g, shape, 1), int(g.integers(0, len(shape))), ""))
+    g = np.random.default_rng(4)
+    x = g.standard_normal((6, 8)) * 2
+    _compare_quantize_per_tensor(fn, [(x, float(np.abs(x).max()), "a 6x8 array, amax = max |x|"),
+                                      (np.array([-3.0, -1.2, 0.0, 0.6, 1.9, 3.0]), 3.0, "values from -amax to amax"),
+                                      (x, 1.5, "amax = 1.5 from a percentile: values beyond it are clipped")],
+                                 expected(LAB))
+
+
+def _compare_quantize_per_channel(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
+    __tracebackhide__ = True
     for w, axis, label in cases:
         where = f"quantize_per_channel(w {w.shape}, axis={axis})" + (f" on {label}" if label else "")
-        q_want, s_want = quantization.quantize_per_channel(w, axis)
-        got = call_student(fn, w, axis, forbid=[quantization.quantize, quantization.quantize_per_channel,
-                                                quantization.calibrate_max], label="per-channel quantization",
+        q_want, s_want = ref.quantize_per_channel(w, axis)
+        got = call_student(fn, w, axis, forbid=_QUANTIZE_FORBID + _CALIBRATE_FORBID, label="per-channel quantization",
                            what=where)
         q, s = _as_q(got, where, w.shape)
         s = np.asarray(s.detach().cpu() if hasattr(s, "detach") else s, dtype=float).reshape(-1)
@@ -441,31 +429,39 @@ def quantize_per_channel(fn: Callable, hidden: bool = False) -> None:
 
 
 @exercise
-def int8_linear(fn: Callable, hidden: bool = False) -> None:
-    """``fn(q_x, s_x, q_w, s_w, bias)`` -> float (M, N), summed in INT32."""
+def quantize_per_channel(fn: Callable) -> None:
+    """``fn(w, axis=0)`` -> (q int8 like w, scales (w.shape[axis],)), calibrated by max per channel."""
     __tracebackhide__ = True
-    g = rng(f"{LAB}.int8_linear") if hidden else np.random.default_rng(6)
-    if not hidden:
-        cases = [((3, 16, 5), False, "M=3, K=16, N=5"),
-                 ((4, 256, 6), True, "K=256 with values near +-127: sums far beyond int8 (and int16)"),
-                 ((2, 8, 3), False, "bias=None")]
+    g = np.random.default_rng(5)
+    w = g.standard_normal((4, 6))
+    w[2] *= 50                                                              # an outlier channel
+    _compare_quantize_per_channel(fn, [(w, 0, "a (4, 6) weight with an outlier row, axis=0"),
+                                       (g.standard_normal((5, 3, 3, 3)), 0, "a (5, 3, 3, 3) convolution weight, axis=0"),
+                                       (g.standard_normal((3, 7)), 1, "a (3, 7) array, axis=1")], expected(LAB))
+
+
+def _int8_case(g: np.random.Generator, m: int, k: int, n: int, extreme: bool, bias: bool) -> tuple:
+    """(q_x (m, k), s_x, q_w (n, k), s_w (n,), bias (n,) or None) from ``g``; ``extreme``: values near
+    +-127 with matching signs, so the sums go far beyond int8 and int16."""
+    if extreme:
+        q_x = (g.choice([-1, 1], size=(m, k)) * g.integers(120, 128, size=(m, k))).astype(np.int8)
+        q_w = (np.sign(q_x[:1]).repeat(n, 0) * g.integers(120, 128, size=(n, k))).astype(np.int8)
     else:
-        cases = [((int(g.integers(1, 20)), int(g.integers(1, 600)), int(g.integers(1, 20))), bool(g.random() < 0.5), "")
-                 for _ in range(5)]
-        cases.append(((5, 2048, 7), True, "K=2048 of +-127"))
-    for (m, k, n), extreme, label in cases:
-        if extreme:
-            q_x = (g.choice([-1, 1], size=(m, k)) * g.integers(120, 128, size=(m, k))).astype(np.int8)
-            q_w = (np.sign(q_x[:1]).repeat(n, 0) * g.integers(120, 128, size=(n, k))).astype(np.int8)
-        else:
-            q_x = g.integers(-127, 128, size=(m, k)).astype(np.int8)
-            q_w = g.integers(-127, 128, size=(n, k)).astype(np.int8)
-        s_x, s_w = float(g.uniform(0.001, 0.1)), g.uniform(0.001, 0.1, size=n)
-        bias = None if "None" in label else g.standard_normal(n)
+        q_x = g.integers(-127, 128, size=(m, k)).astype(np.int8)
+        q_w = g.integers(-127, 128, size=(n, k)).astype(np.int8)
+    s_x, s_w = float(g.uniform(0.001, 0.1)), g.uniform(0.001, 0.1, size=n)
+    return q_x, s_x, q_w, s_w, (g.standard_normal(n) if bias else None)
+
+
+def _compare_int8_linear(fn: Callable, cases: Sequence[tuple[tuple, str]]) -> None:
+    """Against exact integer arithmetic (Python integers), then the scales and the bias."""
+    __tracebackhide__ = True
+    for (q_x, s_x, q_w, s_w, bias), label in cases:
+        (m, k), n = q_x.shape, q_w.shape[0]
         where = "int8_linear" + (f" on {label}" if label else f" (M={m}, K={k}, N={n})")
         acc = np.array(quantization.exact_matmul(q_x, q_w.T), dtype=np.float64)           # exact integers
         want = acc * s_x * s_w[None, :] + (0.0 if bias is None else bias[None, :])
-        got = call_student(fn, q_x, s_x, q_w, s_w, bias, forbid=[quantization.int8_linear, quantization.int8_matmul],
+        got = call_student(fn, q_x, s_x, q_w, s_w, bias, forbid=[quantization.int8_matmul, "torch._int_mm"],
                            label="the INT8 linear layer", what=where)
         got_a = np.asarray(got.detach().cpu() if hasattr(got, "detach") else got)
         if got_a.shape != (m, n):
@@ -479,6 +475,17 @@ def int8_linear(fn: Callable, hidden: bool = False) -> None:
                 "sum the products exactly, in int32 (q.astype(np.int32)): int8 or int16 sums of "
                 f"{k} products of up to 127 x 127 wrap around, float16 sums round; " if overflow else "") +
                 "then multiply by s_x and by s_w[n] for output column n, and add the bias") from None
+
+
+@exercise
+def int8_linear(fn: Callable) -> None:
+    """``fn(q_x, s_x, q_w, s_w, bias)`` -> float (M, N), summed in INT32."""
+    __tracebackhide__ = True
+    g = np.random.default_rng(6)
+    _compare_int8_linear(fn, [(_int8_case(g, 3, 16, 5, False, True), "M=3, K=16, N=5"),
+                              (_int8_case(g, 4, 256, 6, True, True),
+                               "K=256 with values near +-127: sums far beyond int8 (and int16)"),
+                              (_int8_case(g, 2, 8, 3, False, False), "bias=None")])
 
 
 # --- 10. the tuner -------------------------------------------------------------------------------------
@@ -523,60 +530,13 @@ def _drive_tuner(student_tune: Callable, plan: list, warmup: int, repeats: int) 
     return out
 
 
-def tune_reference(key: Any, candidates: Sequence[str], run: Callable, clock: Callable, cache: dict, warmup: int = 2,
-                   repeats: int = 3) -> str:
-    """The fastest candidate for ``key`` by the median of ``repeats`` runs after ``warmup``; cached."""
-    if key in cache:
-        return cache[key]
-    medians = {}
-    for c in candidates:
-        for _ in range(warmup):
-            run(c)
-        times = []
-        for _ in range(repeats):
-            t0 = clock()
-            run(c)
-            times.append(clock() - t0)
-        medians[c] = float(np.median(times))
-    cache[key] = min(candidates, key=lambda c: medians[c])
-    return cache[key]
-
-
-def _tuner_plans(hidden: bool) -> list[tuple[list, str]]:
-    """(steps, label): each step (key, {candidate: (steady s, cold s)}). The fastest when warm is
-    never listed first, and is the slowest when cold (it compiles longest)."""
-    if not hidden:
-        a = ("(4096, 4096, 4096)", {"64x64": (3e-3, 3e-3), "128x128": (1e-3, 40e-3), "128x256": (2e-3, 30e-3)})
-        b = ("(64, 64, 64)", {"64x64": (2e-5, 1e-3), "128x128": (5e-5, 40e-3), "128x256": (8e-5, 30e-3)})
-        return [([a], "one shape: 128x128 is fastest once warm, slowest while compiling"),
-                ([a, b, a, b], "two shapes, each asked twice (the second time comes from the cache)")]
-    g = rng(f"{LAB}.tune")
-    plans = []
-    for p in range(3):
-        steps, keys = [], []
-        for s in range(int(g.integers(2, 4))):
-            names = [f"cfg{i}" for i in range(int(g.integers(2, 6)))]
-            steady = {n: float(g.uniform(1e-5, 1e-2)) for n in names}
-            best = min(steady, key=steady.get)
-            if names[0] == best:                               # the winner is never the first candidate
-                names[0], names[1] = names[1], names[0]
-            worst_cold = max(steady.values()) * float(g.uniform(5, 50))
-            times = {n: (steady[n], worst_cold if n == best else steady[n] * float(g.uniform(1, 2))) for n in names}
-            key = f"({int(g.integers(16, 8192))}, {int(g.integers(16, 8192))}, {int(g.integers(16, 8192))})"
-            keys.append((key, times))
-        order = keys + [keys[int(i)] for i in g.integers(0, len(keys), size=2)]
-        plans.append(([(k, t) for k, t in order], f"hidden plan {p}"))
-    return plans
-
-
-@exercise
-def tune(fn: Callable, hidden: bool = False) -> None:
-    """``fn(key, candidates, run, clock, cache, warmup=2, repeats=3)`` -> the chosen candidate."""
+def _compare_tune(fn: Callable, plans: Sequence[tuple[list, str]], warmup: int = 2, repeats: int = 3) -> None:
+    """Each plan's steps (key, {candidate: (steady s, cold s)}) on the simulated device: the
+    expected winner is the candidate fastest when warm."""
     __tracebackhide__ = True
-    warmup, repeats = 2, 3
-    for steps, label in _tuner_plans(hidden):
-        got = run_student(_drive_tuner, fn, [list(s) for s in steps], warmup, repeats, label="the tuner",
-                          what=f"tune on {label}")
+    for steps, label in plans:
+        got = run_student(_drive_tuner, fn, [list(s) for s in steps], warmup, repeats, forbid=["gpudl.tuning.Tuner.tune"],
+                          label="the tuner", what=f"tune on {label}")
         if not isinstance(got, list) or len(got) != len(steps):
             raise GradingError(f"tune on {label}: the simulated device did not get an answer for every call")
         seen: dict[str, str] = {}
@@ -613,36 +573,29 @@ def tune(fn: Callable, hidden: bool = False) -> None:
             seen[key] = best
 
 
+@exercise
+def tune(fn: Callable) -> None:
+    """``fn(key, candidates, run, clock, cache, warmup=2, repeats=3)`` -> the chosen candidate."""
+    __tracebackhide__ = True
+    a = ("(4096, 4096, 4096)", {"64x64": (3e-3, 3e-3), "128x128": (1e-3, 40e-3), "128x256": (2e-3, 30e-3)})
+    b = ("(64, 64, 64)", {"64x64": (2e-5, 1e-3), "128x128": (5e-5, 40e-3), "128x256": (8e-5, 30e-3)})
+    _compare_tune(fn, [([a], "one shape: 128x128 is fastest once warm, slowest while compiling"),
+                       ([a, b, a, b], "two shapes, each asked twice (the second time comes from the cache)")])
+
+
 # --- 11. a batch size under a latency budget ------------------------------------------------------------
 
-@exercise
-def largest_batch(fn: Callable, hidden: bool = False) -> None:
-    """``fn(batches, latencies_s, budget_s)`` -> the largest batch whose latency <= budget, or None."""
+def _compare_largest_batch(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
     __tracebackhide__ = True
-    if not hidden:
-        cases = [([1, 2, 4, 8, 16, 32], [0.004, 0.006, 0.011, 0.019, 0.036, 0.070], 1 / 30,
-                  "the 30 FPS budget of 33 ms"),
-                 ([16, 1, 8, 4, 2], [0.036, 0.004, 0.019, 0.011, 0.006], 0.02, "batch sizes in no particular order"),
-                 ([1, 2, 4, 8], [0.012, 0.009, 0.030, 0.025], 0.026, "noisy measurements: latency not monotone"),
-                 ([4, 8], [0.05, 0.09], 1 / 30, "no batch fits (answer None)")]
-    else:
-        g = rng(f"{LAB}.largest_batch")
-        cases = []
-        for _ in range(5):
-            batches = sorted({int(b) for b in 2 ** g.integers(0, 11, size=int(g.integers(3, 9)))})
-            lat = [float(b * g.uniform(2e-4, 2e-3) + g.uniform(1e-3, 8e-3)) for b in batches]
-            order = g.permutation(len(batches))
-            cases.append(([batches[i] for i in order], [lat[i] for i in order], float(g.choice([1 / 30, 1 / 60, 0.1])), ""))
     for batches, lat, budget, label in cases:
         where = f"largest_batch with budget {budget * 1e3:.1f} ms" + (f" ({label})" if label else "")
-        want = tuning.largest_batch_within(batches, lat, budget)
-        got = call_student(fn, batches, lat, budget, forbid=[tuning.largest_batch_within], label="the batch choice",
-                           what=where)
+        want = ref.largest_batch_within(batches, lat, budget)
+        per_frame = ref.largest_batch_within(batches, [t / b for b, t in zip(batches, lat)], budget)   # the mistake
+        got = call_student(fn, batches, lat, budget, label="the batch choice", what=where)
         if isinstance(got, (np.integer, float)) and float(got).is_integer():
             got = int(got)
         if got == want:
             continue
-        per_frame = max((b for b, t in zip(batches, lat) if t / b <= budget), default=None)
         if got == per_frame:
             hint = ("that batch's *latency* exceeds the budget: you compared latency / batch (one frame's share of "
                     "the time, 1 / throughput); every frame of a batch waits for the whole batch")
@@ -651,3 +604,14 @@ def largest_batch(fn: Callable, hidden: bool = False) -> None:
         else:
             hint = "keep every batch whose measured latency is <= the budget and return the largest (None if none)"
         raise GradingError(f"{where}: got {got!r}, expected {want!r}: {hint}")
+
+
+@exercise
+def largest_batch(fn: Callable) -> None:
+    """``fn(batches, latencies_s, budget_s)`` -> the largest batch whose latency <= budget, or None."""
+    __tracebackhide__ = True
+    _compare_largest_batch(fn, [
+        ([1, 2, 4, 8, 16, 32], [0.004, 0.006, 0.011, 0.019, 0.036, 0.070], 1 / 30, "the 30 FPS budget of 33 ms"),
+        ([16, 1, 8, 4, 2], [0.036, 0.004, 0.019, 0.011, 0.006], 0.02, "batch sizes in no particular order"),
+        ([1, 2, 4, 8], [0.012, 0.009, 0.030, 0.025], 0.026, "noisy measurements: latency not monotone"),
+        ([4, 8], [0.05, 0.09], 1 / 30, "no batch fits (answer None)")], expected(LAB))
