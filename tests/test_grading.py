@@ -116,9 +116,9 @@ def test_guard_refuses_the_reference_only_inside_and_only_from_outside():
 
 
 def test_package_internal_calls_are_allowed():
-    # roofline.attainable_flops calls hardware.peak_flops internally: that is not the student's call
-    from gpudl import roofline
-    assert grading.call_student(lambda: roofline.attainable_flops(1.0, "A100"), forbid=[peak_flops]) > 0
+    # hardware.ridge_point calls hardware.peak_flops internally: that is not the student's call
+    from gpudl import hardware
+    assert grading.call_student(lambda: hardware.ridge_point("A100"), forbid=[peak_flops]) > 0
     with pytest.raises(ReferenceUsedError):
         grading.call_student(lambda: peak_flops("A100"), forbid=[peak_flops])
 
@@ -188,11 +188,11 @@ def test_guard_judges_the_caller_by_its_file_not_its_module_name():
 
 
 def test_package_code_is_told_apart_by_its_file():
-    from gpudl import roofline
+    from gpudl import hardware
     from gpudl.references import code_of, in_package
 
-    assert in_package(code_of(roofline.attainable_flops)) and not in_package(code_of(_ref_square))
-    assert grading.call_student(lambda: roofline.attainable_flops(1.0, "A100"), forbid=[peak_flops]) > 0
+    assert in_package(code_of(hardware.ridge_point)) and not in_package(code_of(_ref_square))
+    assert grading.call_student(lambda: hardware.ridge_point("A100"), forbid=[peak_flops]) > 0
 
 
 def test_guard_rejects_unknown_things():

@@ -1,6 +1,8 @@
-"""gpudl.hardware: peaks derived from units reproduce the lectures' and datasheets' figures."""
+"""gpudl.hardware: the recorded peaks reproduce the lectures' and datasheets' figures and are the
+products of their GPUs' units (lab01's answer, ``gpudl_instructor.references.lab01``)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -8,7 +10,8 @@ import pytest
 import torch
 
 from gpudl import hardware
-from gpudl.hardware import SPECS, peak_bandwidth, peak_flops
+from gpudl.hardware import PEAKS, SPECS, peak_bandwidth, peak_flops
+from gpudl_instructor.references import lab01
 
 
 @pytest.mark.parametrize("name, dtype, kwargs, tflops", [
@@ -43,6 +46,55 @@ def test_peak_is_units_times_fma_times_two_times_clock():
             assert peak_flops(spec, dt, tensor_cores=False) == spec.sms * fma * 2 * spec.boost_clock_mhz * 1e6
         for dt, fma in spec.tensor_fma_per_sm.items():
             assert peak_flops(spec, dt) == pytest.approx(spec.sms * fma * 2 * spec.clock_hz(True, dt))
+
+
+def test_the_recorded_peaks_are_the_units_derivation_exactly():
+    """PEAKS holds a figure for each rate of each GPU, and it is what lab01's reference derives."""
+    assert set(PEAKS) == set(SPECS)
+    for name, spec in SPECS.items():
+        assert set(PEAKS[name]) == {"cuda", "tensor"}
+        assert set(PEAKS[name]["cuda"]) == set(spec.cuda_fma_per_sm)
+        assert set(PEAKS[name]["tensor"]) == set(spec.tensor_fma_per_sm)
+        for dt in spec.cuda_fma_per_sm:
+            assert peak_flops(spec, dt, tensor_cores=False) == lab01.peak_from_spec(spec, dt, tensor_cores=False)
+        for dt in spec.tensor_fma_per_sm:
+            assert peak_flops(spec, dt) == lab01.peak_from_spec(spec, dt)
+            if spec.sparsity:
+                assert peak_flops(spec, dt, sparse=True) == lab01.peak_from_spec(spec, dt, sparse=True)
+
+
+def test_peaks_are_data_of_real_gpus_not_a_formula_of_any_units():
+    """A GPU with made-up units has no peak here, even under a real GPU's name (that is lab01's exercise)."""
+    made_up = dataclasses.replace(SPECS["A100"], name="made up", sms=7, boost_clock_mhz=1000)
+    with pytest.raises(ValueError, match="no recorded peaks"):
+        peak_flops(made_up, "fp32")
+    renamed_units = dataclasses.replace(SPECS["A100"], sms=7)
+    with pytest.raises(ValueError, match="no recorded peaks"):
+        peak_flops(renamed_units, "fp16")
+    assert "made up" in made_up.summary() and "TFLOP/s" in made_up.summary()      # no peaks listed, no error
+    from gpudl.grading import wire
+    assert peak_flops(wire.roundtrip(SPECS["H100-SXM"]), "bf16") == peak_flops("H100-SXM", "bf16")   # a copy is fine
+
+
+class _Props:
+    def __init__(self, name, sms, cc=(9, 0)):
+        self.name, self.multi_processor_count, (self.major, self.minor) = name, sms, cc
+        self.total_memory, self.L2_cache_size = 80 * 2**30, 50 * 2**20
+
+
+@pytest.mark.parametrize("props, fp32_tflops, bf16_tflops", [
+    (_Props("NVIDIA H100 80GB HBM3", 132), 66.9, 989.4),                 # the very spec of SPECS
+    (_Props("NVIDIA H100 80GB HBM3", 66), 33.5, 494.7),                  # a cut-down variant: half the SMs
+    (_Props("NVIDIA Future GPU", 100, (9, 0)), 100 * 128 * 2 * 1.5e-3, 100 * 2048 * 2 * 1.5e-3),  # estimated, 1500 MHz
+])
+def test_detect_gives_peaks_for_the_gpu_torch_sees(monkeypatch, props, fp32_tflops, bf16_tflops):
+    monkeypatch.setattr(hardware, "cuda_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    monkeypatch.setattr(hardware, "nvidia_smi", lambda query: None)
+    spec = hardware.detect()
+    assert spec.sms == props.multi_processor_count
+    assert peak_flops(spec, "fp32") / 1e12 == pytest.approx(fp32_tflops, abs=0.06)
+    assert peak_flops(spec, "bf16") / 1e12 == pytest.approx(bf16_tflops, abs=0.06)
 
 
 def test_required_specs_exist():
@@ -132,6 +184,7 @@ def test_energy_table_from_the_seed():
 
 
 def test_peak_from_units_and_bytes_per_element():
-    assert hardware.peak_from_units(80, 512, 1.53e9) == pytest.approx(125.3e12, rel=1e-3)   # the V100's tensor cores
+    assert lab01.peak_from_units(80, 512, 1.53e9) == pytest.approx(125.3e12, rel=1e-3)   # the V100's tensor cores
+    assert not hasattr(hardware, "peak_from_units")                                     # lab01's answer, not a tool
     assert hardware.bytes_per_element("half") == 2 and hardware.bytes_per_element(torch.bfloat16) == 2
     assert hardware.bytes_per_element("int4") == 0.5

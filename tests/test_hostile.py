@@ -150,11 +150,11 @@ CASES = [
                "def utilization(achieved, peak):\n    return F(100 * achieved / peak)",
                after="utilization"), "<= 26"),
     Case("launder_reference", "forgery", "calls the package's reference through __wrapped__ and __closure__",
-         cheat("from gpudl import roofline\nref = roofline.bound_from_peaks\n"
+         cheat("from gpudl import hardware\nref = hardware.peak_flops\n"
                "inner = getattr(ref, '__wrapped__', None) or next(c.cell_contents for c in ref.__closure__ "
                "if callable(c.cell_contents))\n"
-               "def bound(flops, nbytes, peak_flops, peak_bandwidth):\n"
-               "    return inner(flops, nbytes, peak_flops, peak_bandwidth)", after="bound"), "<= 26"),
+               "def peak_from_spec(spec, dtype, tensor_cores=True):\n"
+               "    return inner(spec, dtype, tensor_cores=tensor_cores)", after="peak_from_spec"), "<= 26"),
     # --- symbolic links --------------------------------------------------------------------------
     Case("link_to_solution", "symlink", "the submission folder is a link to the instructor's solutions",
          _symlink_to(lambda ctx: SOLUTION.parent), "not graded, reason 'symbolic link', target not echoed"),

@@ -70,10 +70,11 @@ def test_roofline_plot_covers_every_op_even_outside_its_default_range():
 
 
 def test_the_lectures_roofline_labels_do_not_collide():
-    ops = [roofline.Op("linear 1024->4096, b=512", roofline.linear_flops(512, 1024, 4096),
-                       roofline.linear_bytes(512, 1024, 4096, "fp16")),
-           roofline.Op("linear 1024->4096, b=1", roofline.linear_flops(1, 1024, 4096),
-                       roofline.linear_bytes(1, 1024, 4096, "fp16")),
+    from gpudl_instructor.references.lab01 import linear_bytes, linear_flops     # lab01's answers
+    ops = [roofline.Op("linear 1024->4096, b=512", linear_flops(512, 1024, 4096),
+                       linear_bytes(512, 1024, 4096, "fp16")),
+           roofline.Op("linear 1024->4096, b=1", linear_flops(1, 1024, 4096),
+                       linear_bytes(1, 1024, 4096, "fp16")),
            roofline.Op("max pool 3x3", roofline.pool2d_flops(10**6, 3), roofline.pool2d_bytes(10**6, 10**6, "fp16")),
            roofline.Op("ReLU", roofline.elementwise_flops(10**6), roofline.elementwise_bytes(10**6, "fp16")),
            roofline.Op("layer norm", roofline.layer_norm_flops(512, 1024), roofline.layer_norm_bytes(512, 1024, "fp16"))]

@@ -1,21 +1,24 @@
-"""GPU specifications, peak throughput derived from them, and the current device.
+"""GPU specifications, their peak throughput, and the current device.
 
-A peak is never typed in: it is *derived* the way the lectures derive it,
+A GPU is described by its units (SMs, fused multiply-adds per clock per SM, clocks) and its
+peaks are the figures its datasheet quotes. The two agree the way the lectures derive a peak,
 
     peak FLOP/s = SMs x (fused multiply-adds per clock per SM) x 2 x clock,
 
-because one FMA is two floating-point operations. For example the V100's tensor cores
-do 512 FP16 FMA per clock per SM: 80 SMs x 1024 FLOP x 1.53 GHz = 125 TFLOP/s.
+because one FMA is two floating-point operations (the V100's tensor cores: 80 SMs x 1024 FLOP
+x 1.53 GHz = 125 TFLOP/s). Deriving a peak from units is lab01's first exercise, so this module
+keeps the peaks as data (``PEAKS``, one table per GPU of ``SPECS``), and the tests check that
+every one of them is the product of its GPU's units.
 
 Public names
 ------------
 ``GPUSpec``         a frozen description of one GPU (units per SM, clocks, memory system)
 ``SPECS``           the GPUs this course knows, by short name ("V100", "A100", "H100-SXM", ...)
+``PEAKS``           their dense peaks in FLOP/s (OP/s for integers), by GPU, unit ("cuda", "tensor") and dtype
 ``get_spec``        a spec from a name or a spec
 ``normalize_dtype`` "float16", torch.float16, np.float16, "half" ... -> "fp16"
 ``bytes_per_element`` bytes of one element of a dtype in any spelling (int4: 0.5)
-``peak_flops``      FLOP/s (or OP/s for integers) for a spec, dtype, tensor cores or not, sparse or not
-``peak_from_units`` the formula above, from SMs, FMA per clock per SM and the clock in Hz
+``peak_flops``      the peak of a GPU of ``SPECS`` (or the one torch sees) for a dtype, tensor cores or not, sparse or not
 ``peak_bandwidth``  DRAM bandwidth in bytes/s
 ``ridge_point``     the arithmetic intensity (FLOP/byte) where a roofline turns flat
 ``detect``          the spec of the GPU torch sees (estimated for GPUs not in ``SPECS``), or None
@@ -282,10 +285,57 @@ def get_spec(spec_or_name: GPUSpec | str) -> GPUSpec:
     raise KeyError(f"unknown GPU {spec_or_name!r}; known: {', '.join(SPECS)}")
 
 
+# Dense peaks in FLOP/s (OP/s for integer dtypes), as the datasheets quote them: "cuda" on the
+# ordinary cores at the boost clock, "tensor" on the tensor cores at ``GPUSpec.clock_hz(tensor=True)``
+# (FP32 accumulation). Each is its GPU's SMs x FMA per clock per SM x 2 x clock (tests/test_hardware.py
+# checks every entry against the units above); 2:4 sparsity doubles a tensor-core figure.
+PEAKS: Mapping[str, Mapping[str, Mapping[str, float]]] = MappingProxyType({name: MappingProxyType(
+    {unit: MappingProxyType(table) for unit, table in units.items()}) for name, units in {
+    "P100": {"cuda": {"fp64": 5.30432e12, "fp32": 10.60864e12, "fp16": 21.21728e12},
+             "tensor": {}},
+    "V100": {"cuda": {"fp64": 7.8336e12, "fp32": 15.6672e12, "fp16": 31.3344e12},
+             "tensor": {"fp16": 125.3376e12}},
+    "T4": {"cuda": {"fp64": 0.2544e12, "fp32": 8.1408e12, "fp16": 16.2816e12},
+           "tensor": {"fp16": 65.1264e12, "int8": 130.2528e12, "int4": 260.5056e12}},
+    "A100": {"cuda": {"fp64": 9.74592e12, "fp32": 19.49184e12, "fp16": 77.96736e12, "bf16": 38.98368e12},
+             "tensor": {"fp64": 19.49184e12, "tf32": 155.93472e12, "fp16": 311.86944e12, "bf16": 311.86944e12,
+                        "int8": 623.73888e12, "int4": 1247.47776e12}},
+    "RTX3090": {"cuda": {"fp64": 0.55596e12, "fp32": 35.58144e12, "fp16": 35.58144e12},
+                "tensor": {"tf32": 35.58144e12, "fp16": 71.16288e12, "bf16": 71.16288e12, "int8": 284.65152e12}},
+    "H100-SXM": {"cuda": {"fp64": 33.45408e12, "fp32": 66.90816e12, "fp16": 133.81632e12, "bf16": 133.81632e12},
+                 "tensor": {"fp64": 66.90816e12, "tf32": 494.71488e12, "fp16": 989.42976e12, "bf16": 989.42976e12,
+                            "fp8": 1978.85952e12, "int8": 1978.85952e12}},
+    "H100-PCIe": {"cuda": {"fp64": 25.60896e12, "fp32": 51.21792e12, "fp16": 102.43584e12, "bf16": 102.43584e12},
+                  "tensor": {"fp64": 51.21792e12, "tf32": 378.22464e12, "fp16": 756.44928e12, "bf16": 756.44928e12,
+                             "fp8": 1512.89856e12, "int8": 1512.89856e12}},
+    "H200": {"cuda": {"fp64": 33.45408e12, "fp32": 66.90816e12, "fp16": 133.81632e12, "bf16": 133.81632e12},
+             "tensor": {"fp64": 66.90816e12, "tf32": 494.71488e12, "fp16": 989.42976e12, "bf16": 989.42976e12,
+                        "fp8": 1978.85952e12, "int8": 1978.85952e12}},
+}.items()})
+
+# The peaks of the GPU torch sees when it is not one of SPECS as is (``detect``): its name -> (spec, peaks).
+_DETECTED: dict[str, tuple[GPUSpec, Mapping[str, Mapping[str, float]]]] = {}
+
+
+def _recorded_peaks(spec: GPUSpec) -> Mapping[str, Mapping[str, float]]:
+    """The peaks kept for ``spec``: a GPU of ``SPECS`` (the very spec, not one with other units
+    under its name) or the GPU ``detect`` described."""
+    known = SPECS.get(spec.name)
+    if known is not None and (spec is known or spec == known):
+        return PEAKS[spec.name]
+    detected = _DETECTED.get(spec.name)
+    if detected is not None and (detected[0] is spec or detected[0] == spec):
+        return detected[1]
+    raise ValueError(f"no recorded peaks for the GPU {spec.name!r}: gpudl.hardware keeps the datasheet peaks of the "
+                     f"GPUs in SPECS ({', '.join(SPECS)}) and of the GPU torch sees (hardware.detect()); "
+                     "another GPU's peak is its SMs x FMA per clock per SM x 2 x clock")
+
+
 @reference
 def peak_flops(spec_or_name: GPUSpec | str, dtype: Any = "fp32", *,
                tensor_cores: bool = True, sparse: bool = False) -> float:
-    """Peak throughput in FLOP/s (OP/s for integer dtypes), derived from the units.
+    """Peak throughput in FLOP/s (OP/s for integer dtypes) of a GPU of ``SPECS`` (or the one
+    ``detect`` returns), from its datasheet figures (``PEAKS``).
 
     ``tensor_cores=True`` uses the tensor-core rate when the GPU has one for ``dtype``
     and the CUDA-core rate otherwise (FP32 proper never runs on tensor cores: TF32 does).
@@ -298,30 +348,24 @@ def peak_flops(spec_or_name: GPUSpec | str, dtype: Any = "fp32", *,
     """
     spec = get_spec(spec_or_name)
     dt = normalize_dtype(dtype)
-    use_tensor = tensor_cores and dt in spec.tensor_fma_per_sm
+    peaks = _recorded_peaks(spec)
+    use_tensor = tensor_cores and dt in peaks["tensor"]
     if sparse:
         if not use_tensor:
             raise ValueError(f"sparse=True needs tensor cores that run {dt} on the {spec.name}")
         if not spec.sparsity:
             raise ValueError(f"the {spec.name} ({spec.architecture}) has no 2:4 structured sparsity")
     if use_tensor:
-        fma = spec.tensor_fma_per_sm[dt]
-    elif dt in spec.cuda_fma_per_sm:
-        fma = spec.cuda_fma_per_sm[dt]
+        peak = peaks["tensor"][dt]
+    elif dt in peaks["cuda"]:
+        peak = peaks["cuda"][dt]
     elif dt == "tf32":
         raise ValueError(f"TF32 is a tensor-core mode; the {spec.name} has no TF32 tensor cores"
                          if tensor_cores else "TF32 exists only on tensor cores: pass tensor_cores=True")
     else:
         where = "tensor cores or CUDA cores" if tensor_cores else "CUDA cores"
         raise ValueError(f"the {spec.name} has no {where} rate for {dt}")
-    return peak_from_units(spec.sms, fma, spec.clock_hz(tensor=use_tensor, dtype=dt)) * (2 if sparse else 1)
-
-
-@reference
-def peak_from_units(sms: int, fma_per_clock_per_sm: float, clock_hz: float) -> float:
-    """SMs x FMA per clock per SM x 2 FLOP per FMA x clock: a V100's tensor cores,
-    80 x 512 x 2 x 1.53 GHz = 125.3 TFLOP/s."""
-    return sms * fma_per_clock_per_sm * 2 * clock_hz
+    return peak * (2 if sparse else 1)
 
 
 @reference
@@ -413,7 +457,8 @@ def detect() -> GPUSpec | None:
 
     A known GPU maps to its entry in ``SPECS``. Any other gets a spec built from what torch
     and nvidia-smi report (SMs, compute capability, clock, memory) and per-architecture
-    rates, with ``estimated=True``.
+    rates, with ``estimated=True``; ``peak_flops`` answers for it with peaks estimated the same
+    way (a known GPU's with another SM count: its datasheet peaks scaled by the SMs).
     """
     if not cuda_available():
         return None
@@ -426,14 +471,18 @@ def detect() -> GPUSpec | None:
         if pattern in upper:
             spec = SPECS[key]
             if props.multi_processor_count != spec.sms:  # a cut-down or unusual variant
-                return replace(spec, name=f"{key} ({name})", sms=props.multi_processor_count, estimated=True)
+                variant = replace(spec, name=f"{key} ({name})", sms=props.multi_processor_count, estimated=True)
+                scale = variant.sms / spec.sms
+                _DETECTED[variant.name] = (variant, {unit: {dt: peak * scale for dt, peak in table.items()}
+                                                     for unit, table in PEAKS[key].items()})
+                return variant
             return spec
     cc = (props.major, props.minor)
     older = [k for k in _ARCH_RATES if k <= cc]   # a newer GPU gets the newest rates we know
     arch, cuda_rates, tensor_rates = _ARCH_RATES[max(older)] if older else ("unknown", {"fp32": 64}, {})
     clock = nvidia_smi("clocks.max.sm")
     clock_mhz = float(clock) if clock and clock.replace(".", "").isdigit() else 1500.0
-    return GPUSpec(
+    estimated = GPUSpec(
         name=name, architecture=arch, compute_capability=cc, sms=props.multi_processor_count,
         cuda_fma_per_sm=cuda_rates, tensor_fma_per_sm=tensor_rates, boost_clock_mhz=clock_mhz,
         memory_bandwidth_gbs=float("nan"), memory_gib=props.total_memory / 2**30,
@@ -441,6 +490,11 @@ def detect() -> GPUSpec | None:
         sparsity=cc >= (8, 0), estimated=True,
         source="estimated from torch.cuda.get_device_properties and per-architecture rates",
     )
+    per_clock = {unit: {dt: props.multi_processor_count * fma * 2 for dt, fma in rates.items()}
+                 for unit, rates in (("cuda", cuda_rates), ("tensor", tensor_rates))}
+    _DETECTED[name] = (estimated, {unit: {dt: flop * clock_mhz * 1e6 for dt, flop in table.items()}
+                                   for unit, table in per_clock.items()})
+    return estimated
 
 
 # ---------------------------------------------------------------------------------------

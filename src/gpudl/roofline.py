@@ -1,4 +1,4 @@
-"""FLOPs and bytes of layers, arithmetic intensity, and the roofline model.
+"""Bytes and FLOPs of layers, and the roofline of a GPU.
 
 A kernel that does ``F`` floating-point operations and moves ``B`` bytes to and from DRAM
 has arithmetic intensity ``I = F / B`` (FLOP/byte). On a device with peak compute ``P``
@@ -6,16 +6,17 @@ has arithmetic intensity ``I = F / B`` (FLOP/byte). On a device with peak comput
 ``min(P, I x W)``: below the ridge point ``I* = P / W`` it is memory-bound, above it
 compute-bound. Counting conventions follow the lectures:
 
-- a multiply-add is 2 FLOPs, so a linear layer is ``2 x batch x in x out`` FLOPs;
-- a convolution with bias counts the bias as one more multiply-add per output,
-  ``(R x S x C / groups + 1) x 2 x N x K x P x Q``;
+- a multiply-add is 2 FLOPs;
 - a layer reads its inputs (and weights) once and writes its outputs once.
 
-Public names: ``tensor_bytes``, ``linear_flops``, ``linear_bytes``, ``conv2d_flops``,
-``conv2d_bytes``, ``pool2d_flops``, ``pool2d_bytes``, ``elementwise_flops``,
-``elementwise_bytes``, ``layer_norm_flops``, ``layer_norm_bytes``, ``Op``,
-``arithmetic_intensity``, ``roof``, ``attainable_flops``, ``bound_from_peaks``, ``bound``, ``time_bounds``,
-``utilization``, ``limiter``, ``roofline_plot``.
+The roofline model itself (a layer's FLOPs and intensity, the roof, memory- or compute-bound,
+utilization) is what lab01 asks students to write: those answers live with the instructor. This
+module keeps the byte counts the course's other units use, ``Op`` (an operation with its FLOPs
+and bytes) and the chart of a real GPU's roofline.
+
+Public names: ``tensor_bytes``, ``conv2d_bytes``, ``pool2d_flops``, ``pool2d_bytes``,
+``elementwise_flops``, ``elementwise_bytes``, ``layer_norm_flops``, ``layer_norm_bytes``, ``Op``,
+``roofline_plot``.
 """
 from __future__ import annotations
 
@@ -42,24 +43,6 @@ def tensor_bytes(shape: Sequence[int], dtype: Any = "fp32") -> int:
     return int(math.prod(_positive_ints("shape", shape)) * bytes_per_element(dtype))
 
 
-# --- linear (fully connected) ------------------------------------------------------------
-
-@reference
-def linear_flops(batch: int, in_features: int, out_features: int, *, bias: bool = False) -> int:
-    """FLOPs of ``y = x W^T (+ b)`` for ``x`` of shape (batch, in_features)."""
-    b, i, o = _positive_ints("(batch, in_features, out_features)", (batch, in_features, out_features))
-    return 2 * b * i * o + (b * o if bias else 0)
-
-
-@reference
-def linear_bytes(batch: int, in_features: int, out_features: int, dtype: Any = "fp16",
-                 *, bias: bool = False) -> int:
-    """Bytes moved: input (batch x in), weights (in x out, + out for the bias), output (batch x out)."""
-    b, i, o = _positive_ints("(batch, in_features, out_features)", (batch, in_features, out_features))
-    elements = b * i + i * o + (o if bias else 0) + b * o
-    return int(elements * bytes_per_element(dtype))
-
-
 # --- convolution ---------------------------------------------------------------------------
 
 def _conv_shapes(in_shape, out_shape, kernel_size, groups):
@@ -72,22 +55,6 @@ def _conv_shapes(in_shape, out_shape, kernel_size, groups):
     if groups <= 0 or c % groups or k % groups:
         raise ValueError(f"groups={groups} must divide both input channels C={c} and output channels K={k}")
     return n, c, k, p, q, r, s
-
-
-@reference
-def conv2d_flops(in_shape: Sequence[int], out_shape: Sequence[int], kernel_size: int | Sequence[int],
-                 *, bias: bool = False, groups: int = 1) -> int:
-    """FLOPs of a 2-D convolution from (N, C, H, W) to (N, K, P, Q) with an R x S filter.
-
-    Each output element takes ``R x S x C / groups`` multiply-adds, plus one for the bias.
-    The lecture's example, a 3x3 conv with bias from 1x3x416x480 to 1x16x208x240:
-
-    >>> conv2d_flops((1, 3, 416, 480), (1, 16, 208, 240), 3, bias=True)
-    44728320
-    """
-    n, c, k, p, q, r, s = _conv_shapes(in_shape, out_shape, kernel_size, groups)
-    macs_per_output = r * s * (c // groups) + (1 if bias else 0)
-    return 2 * macs_per_output * n * k * p * q
 
 
 @reference
@@ -170,92 +137,16 @@ class Op:
 
     @property
     def intensity(self) -> float:
-        return arithmetic_intensity(self.flops, self.bytes)
-
-
-@reference
-def arithmetic_intensity(flops: float, nbytes: float) -> float:
-    """FLOPs per byte moved. ``arithmetic_intensity(32, 17)`` is the lecture's 1.88."""
-    if nbytes <= 0:
-        raise ValueError(f"bytes moved must be positive, got {nbytes}")
-    if flops < 0:
-        raise ValueError(f"FLOPs must be non-negative, got {flops}")
-    return flops / nbytes
-
-
-@reference
-def roof(intensity: Any, peak: float, bandwidth: float) -> Any:
-    """The roofline from the two peaks: ``min(peak FLOP/s, intensity x bandwidth)``,
-    elementwise for an array of intensities."""
-    import numpy as np
-
-    return np.minimum(peak, np.asarray(intensity, dtype=float) * bandwidth)
-
-
-@reference
-def attainable_flops(intensity: float, spec: GPUSpec | str, dtype: Any = "fp16", *,
-                     tensor_cores: bool = True) -> float:
-    """The roofline of ``spec``: ``min(peak FLOP/s, intensity x bandwidth)``."""
-    return float(roof(intensity, peak_flops(spec, dtype, tensor_cores=tensor_cores), peak_bandwidth(spec)))
-
-
-@reference
-def bound_from_peaks(flops: float, nbytes: float, peak: float, bandwidth: float) -> str:
-    """"memory" if the intensity is below the ridge point ``peak / bandwidth``, else "compute"."""
-    return "memory" if arithmetic_intensity(flops, nbytes) < peak / bandwidth else "compute"
-
-
-@reference
-def bound(flops: float, nbytes: float, spec: GPUSpec | str, dtype: Any = "fp16", *,
-          tensor_cores: bool = True) -> str:
-    """``bound_from_peaks`` with the peaks of ``spec``.
-
-    For a V100 in FP16 (ridge ~139 FLOP/B) a 1024 -> 4096 linear layer is compute-bound at
-    batch 512 (~315 FLOP/B) and memory-bound at batch 1 (~1 FLOP/B).
-    """
-    return bound_from_peaks(flops, nbytes, peak_flops(spec, dtype, tensor_cores=tensor_cores), peak_bandwidth(spec))
-
-
-@reference
-def time_bounds(flops: float, nbytes: float, spec: GPUSpec | str, dtype: Any = "fp16", *,
-                tensor_cores: bool = True) -> tuple[float, float]:
-    """Best-case seconds for the math and for the memory traffic; the op needs at least the larger.
-
-    (The lecture's worked example writes 44.8 *ns* and 5.6 *ns* for its 1 TOPS / 1000 GB/s
-    device; the numbers are 44.7 *us* and 5.6 *us*: 44,728,320 / 1e12 s = 4.47e-5 s.)
-    """
-    return (flops / peak_flops(spec, dtype, tensor_cores=tensor_cores), nbytes / peak_bandwidth(spec))
-
-
-@reference
-def utilization(achieved: float, peak: float) -> float:
-    """Achieved over peak, as a fraction (200 GB/s of 1 TB/s is 0.2)."""
-    if peak <= 0:
-        raise ValueError(f"peak must be positive, got {peak}")
-    if achieved < 0:
-        raise ValueError(f"achieved must be non-negative, got {achieved}")
-    return achieved / peak
-
-
-@reference
-def limiter(math_utilization: float, memory_utilization: float, threshold: float = 0.7) -> str:
-    """The lecture's four quadrants: "math", "memory", "both" (top right, optimal) or "latency"
-    (neither unit busy: too little parallel work, launch overhead, dependencies)."""
-    busy_math, busy_memory = math_utilization >= threshold, memory_utilization >= threshold
-    if busy_math and busy_memory:
-        return "both"
-    if busy_math:
-        return "math"
-    if busy_memory:
-        return "memory"
-    return "latency"
+        """FLOPs per byte moved."""
+        return self.flops / self.bytes
 
 
 @reference
 def roofline_plot(spec: GPUSpec | str, dtype: Any = "fp16", ops: Iterable[Op] = (), *,
                   tensor_cores: bool = True, ax: Any = None, intensity_range: tuple[float, float] = (0.05, 2000.0),
                   color: str = "black"):
-    """Draw the roofline of ``spec`` for ``dtype`` on log-log axes, with its ridge point and ``ops``.
+    """Draw the roofline of a GPU of ``hardware.SPECS`` (or the one ``hardware.detect`` returns) for
+    ``dtype`` on log-log axes, from its datasheet peaks, with its ridge point and ``ops``.
 
     Returns the matplotlib Axes. The roof is ``ax.lines[0]``.
     """
@@ -275,13 +166,13 @@ def roofline_plot(spec: GPUSpec | str, dtype: Any = "fp16", ops: Iterable[Op] = 
     lo = min([intensity_range[0], ridge / 10, *(op.intensity / 2 for op in ops)])
     hi = max([intensity_range[1], ridge * 10, *(op.intensity * 2 for op in ops)])
     x = np.geomspace(lo, hi, 256)
-    ax.loglog(x, roof(x, peak, bw), color=color, lw=2,
+    ax.loglog(x, np.where(x < ridge, x * bw, peak), color=color, lw=2,
               label=f"{spec.name} {normalize_dtype(dtype)}: {peak / 1e12:.0f} TFLOP/s, {bw / 1e9:.0f} GB/s")
     ax.axvline(ridge, color="gray", ls=":", lw=1)
     ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points", xytext=(5, -15),
                 fontsize=8, color="gray")
     for i, op in enumerate(ops):
-        y = float(roof(op.intensity, peak, bw))
+        y = op.intensity * bw if op.intensity < ridge else peak
         ax.plot([op.intensity], [y], "o")
         # Labels alternate above-left and below-right of the roof, so that neighbours do not collide.
         above = i % 2 == 0

@@ -1,7 +1,8 @@
 """Figures quoted by course/01_performance_basics.ipynb."""
 import inspect
 
-from gpudl import hardware, roofline
+from gpudl import hardware
+from gpudl_instructor.references import lab01
 
 from figures import Figure
 
@@ -47,13 +48,15 @@ FIGURES = [
     Figure("HBM3 on an H100: 3.35 TB/s", 3.35, lambda ns: hardware.peak_bandwidth("H100-SXM") / T),
     Figure("uses 20% of its memory bandwidth", 20, lambda ns: 100 * ns["memory_utilization"]),
     Figure("math utilization is about 0.7 or more", 0.7,
-           lambda ns: inspect.signature(roofline.limiter).parameters["threshold"].default),
+           lambda ns: inspect.signature(lab01.limiter).parameters["threshold"].default),
     Figure("run in two *waves*", 2, lambda ns: ns["lecture_waves"]),
     Figure("the first uses 100% of the GPU", 100, lambda ns: 100 * ns["wave_use"][0]),
     Figure("the second 50%", 50, lambda ns: 100 * ns["wave_use"][1]),
     # 4. Arithmetic intensity, the convolution estimate
     Figure("32 FLOPs over 17 bytes is 1.88 FLOP/B", 1.88, lambda ns: ns["example_intensity"], rtol=3e-3),
     Figure("(44,728,320 FLOPs;", 44_728_320, lambda ns: ns["flops"], rtol=0),
+    Figure("(44,728,320 FLOPs;", 44_728_320,
+           lambda ns: lab01.conv2d_flops((1, 3, 416, 480), (1, 16, 208, 240), 3, bias=True), rtol=0),
     Figure("2,396,160 and 3,194,880 bytes", 2_396_160, lambda ns: ns["in_bytes"], rtol=0),
     Figure("2,396,160 and 3,194,880 bytes", 3_194_880, lambda ns: ns["out_bytes"], rtol=0),
     Figure("44,728,320 / 10^12 s is **44.7 µs**", 44.7, lambda ns: ns["t_math"] * 1e6, rtol=2e-3),
