@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 ATTEMPT_SECONDS = 20.0          # one candidate on one hidden check
 MEMORY_BYTES = 6 << 30          # of the process that hunts in one lab (as a graded kernel's limit)
+RESTARTS = 5                    # runs of a lab's hunt after one that a candidate killed
 # Labs whose answers still sit in the course edition while their split is under way: the hunt
 # reports them and `gpudl handout` says so, without refusing. Empty once every lab is split.
 PENDING: dict[str, str] = {lab: "its references are not yet split from the course edition" for lab in (
@@ -236,9 +237,28 @@ def _passes(check: Callable, args: list, kwargs: dict) -> bool:
     return True
 
 
-def hunt_callables(lab: str, root: Path, pool: dict[str, Any] | None = None) -> list[Finding]:
+def hunt_callables(lab: str, root: Path, pool: dict[str, Any] | None = None,
+                   journal: Path | None = None) -> list[Finding]:
     """Every course callable (or every one of ``pool``) that passes a hidden check of ``lab`` in the
-    student's place."""
+    student's place. With a ``journal``, each attempt is written down before it runs and when it
+    ends, and attempts the journal already holds are not made again: a candidate that kills the
+    process (a crash in a simulator, an abort under the memory limit) is skipped on the rerun
+    (it would have killed a student's kernel too, which scores nothing)."""
+    done: set[str] = set()
+    found_before: list[Finding] = []
+    if journal is not None and journal.exists():
+        for line in journal.read_text().splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind in ("TRY", "DONE"):
+                done.add(rest)
+            elif kind == "FOUND":
+                found_before.append(Finding(**json.loads(rest)))
+    log = journal.open("a") if journal is not None else None
+
+    def note(kind: str, text: str) -> None:
+        if log is not None:
+            log.write(f"{kind} {text}\n")
+            log.flush()
     import nbformat
 
     from . import checks
@@ -268,12 +288,21 @@ def hunt_callables(lab: str, root: Path, pool: dict[str, Any] | None = None) -> 
                 for name, candidate in pool.items():
                     if not fits(candidate, value):
                         continue
+                    attempt = f"{grade_id}:{i}:{name}"
+                    if attempt in done:
+                        continue
+                    note("TRY", attempt)
                     trial = list(args)
                     trial[i] = candidate
                     if _passes(check, trial, kwargs):
-                        findings.append(Finding(lab, grade_id, "callable", name,
-                                                f"in place of {getattr(value, '__name__', 'the answer')}"))
-    return findings
+                        finding = Finding(lab, grade_id, "callable", name,
+                                          f"in place of {getattr(value, '__name__', 'the answer')}")
+                        findings.append(finding)
+                        note("FOUND", json.dumps(asdict(finding)))
+                    note("DONE", attempt)
+    if log is not None:
+        log.close()
+    return found_before + findings
 
 
 # --- text -------------------------------------------------------------------------------------
@@ -331,9 +360,9 @@ def text_hunt(lab: str, root: Path) -> list[Finding]:
 
 # --- the whole hunt ----------------------------------------------------------------------------
 
-def hunt_lab(lab: str, root: Path) -> list[Finding]:
+def hunt_lab(lab: str, root: Path, journal: Path | None = None) -> list[Finding]:
     """Both hunts on one lab, in this process."""
-    return text_hunt(lab, root) + hunt_callables(lab, root)
+    return text_hunt(lab, root) + hunt_callables(lab, root, journal=journal)
 
 
 def _digest(lab: str, root: Path) -> str:
@@ -374,12 +403,19 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
                 continue
         # The course edition of ``root`` (its src/ first on the path), not whichever gpudl is installed.
         path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH", "")) if p)
-        # In a scratch folder: a candidate called with the check's arguments may write files.
+        # In a scratch folder: a candidate called with the check's arguments may write files. A
+        # candidate that kills the process is skipped on the next run, which goes on from the journal.
         with tempfile.TemporaryDirectory(prefix="gpudl-hunt-") as scratch:
-            res = subprocess.run([sys.executable, "-m", __name__, lab, "--root", str(root)], capture_output=True,
-                                 text=True, cwd=scratch, env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path})
+            journal = Path(scratch) / "journal.txt"
+            for _ in range(RESTARTS + 1):
+                res = subprocess.run([sys.executable, "-m", __name__, lab, "--root", str(root), "--journal",
+                                      str(journal)], capture_output=True, text=True, cwd=scratch,
+                                     env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path})
+                if res.returncode in (0, 1):
+                    break
         if res.returncode not in (0, 1):
-            raise RuntimeError(f"the hunt in {lab} failed:\n{res.stderr[-3000:]}")
+            raise RuntimeError(f"the hunt in {lab} failed (exit status {res.returncode}):\n"
+                               f"{res.stdout[-1500:]}{res.stderr[-3000:]}")
         found = [Finding(**f) for f in json.loads(res.stdout.strip().splitlines()[-1])]
         if cache:
             store.parent.mkdir(exist_ok=True)
@@ -400,6 +436,7 @@ def _main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog=f"python -m {__name__}")
     p.add_argument("lab")
     p.add_argument("--root", required=True)
+    p.add_argument("--journal", help="the attempts so far (made again by nobody), and where to write more")
     args = p.parse_args(argv)
     os.environ.setdefault("MPLBACKEND", "Agg")
     root = Path(args.root).resolve()
@@ -408,7 +445,7 @@ def _main(argv: list[str]) -> int:
     limit = MEMORY_BYTES       # a candidate called with a hidden case's sizes may ask for tens of GB: it fails
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     import gpudl  # noqa: F401 - the device (Triton's interpreter, the simulator) before any lab code
-    found = hunt_lab(args.lab, root)
+    found = hunt_lab(args.lab, root, Path(args.journal) if args.journal else None)
     sys.stdout.flush()
     print(json.dumps([asdict(f) for f in found]))
     return 1 if found else 0
