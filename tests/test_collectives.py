@@ -1,7 +1,8 @@
-"""gpudl.collectives: the cost models, the hand-written ring collectives against torch's on gloo
-(world sizes 2, 3, 4; sizes not divisible by k), their bytes against the model, data-parallel
-training against one process, and the launcher (errors by rank, deadlocks within the limit,
-the environment, notebook functions).
+"""gpudl.collectives and lab 10's references (``gpudl_instructor.references.lab10``): the cost
+models, the hand-written ring collectives against torch's on gloo (world sizes 2, 3, 4; sizes not
+divisible by k), their bytes against the model, bucketing against DDP's own, data-parallel training
+(by hand, and the course edition's DDP) against one process, and the launcher (errors by rank,
+deadlocks within the limit, the environment, notebook functions).
 
 Each world size is one launch that runs every case inside the workers and returns plain
 records; the assertions are made here. The GPU tests (NCCL, one process per GPU) skip with a
@@ -21,12 +22,14 @@ from hypothesis import given, settings, strategies as st
 from gpudl import benchmarks
 from gpudl.collectives import measure
 
-from gpudl.collectives import (LECTURE_EXAMPLE, SCALING_TABLE, TrainConfig, WorkerError, WorkerTimeout, bus_bandwidth,
-                               bus_bandwidth_factor, bytes_per_rank, chunk_bounds, gpu_hours, images_per_second, launch,
-                               optimal_chunks, plan_buckets, ring_all_gather, ring_all_reduce, ring_all_reduce_time,
-                               ring_broadcast, ring_broadcast_schedule, ring_broadcast_time, ring_bytes_sent,
-                               ring_reduce_scatter, ring_reduce_scatter_time, scaling_rows, traffic,
-                               train_data_parallel, train_single, tree_all_reduce_time)
+from gpudl.collectives import (LECTURE_EXAMPLE, SCALING_TABLE, TrainConfig, WorkerError, WorkerTimeout, chunk_bounds,
+                               gpu_hours, images_per_second, launch, ring_broadcast_schedule, scaling_rows, traffic,
+                               train_ddp, train_single, tree_all_reduce_time)
+from gpudl_instructor.references.lab10 import (bus_bandwidth, bus_bandwidth_factor, bytes_per_rank, data_parallel_step,
+                                               optimal_chunks, plan_buckets, ring_all_gather, ring_all_reduce,
+                                               ring_all_reduce_time, ring_broadcast, ring_broadcast_steps,
+                                               ring_broadcast_time, ring_bytes_sent, ring_reduce_scatter,
+                                               ring_reduce_scatter_time, train_data_parallel)
 
 SIZES = (1, 5, 7, 12, 13)       # below k, divisible by some k, not by others
 GPUS = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -58,7 +61,8 @@ def test_optimal_chunks_is_the_brute_force_minimum():
 def test_schedule_has_s_plus_k_minus_2_steps_and_each_chunk_reaches_every_rank():
     for k, s, src in [(4, 1, 0), (4, 5, 2), (5, 3, 4), (2, 4, 1)]:
         sched = ring_broadcast_schedule(k, s, src)
-        assert max(step for step, *_ in sched) + 1 == s + k - 2
+        assert max(step for step, *_ in sched) + 1 == s + k - 2 == ring_broadcast_steps(k, s)
+        assert [step for step, *_ in sched] == sorted(step for step, *_ in sched)
         for c in range(s):
             receivers = {dst for _, _, dst, chunk in sched if chunk == c}
             assert receivers == set(range(k)) - {src}
@@ -118,6 +122,14 @@ def test_plan_buckets_reverse_order_and_ddp_size_rule(sizes, cap):
         assert sum(sizes[i] for i in b) >= cap                      # closed once it reaches the cap
     for b in buckets:
         assert sum(sizes[i] for i in b[:-1]) < cap                  # and not before
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 5000), min_size=1, max_size=30), st.integers(1, 8000))
+def test_ddp_bucketing_the_visible_check_uses_is_plan_buckets(sizes, cap):
+    """The visible plan_buckets check asks torch's DDP bucketing; the hidden one the reference."""
+    from gpudl.grading import lab10 as check
+    assert check._ddp_buckets(sizes, cap=cap) == plan_buckets(sizes, cap)
 
 
 def test_chunk_bounds_match_tensor_split():
@@ -224,7 +236,21 @@ def test_single_rank_collectives_are_no_ops():
 
 def _train_all_modes(rank: int, k: int, cfg: TrainConfig) -> dict:
     return {mode: train_data_parallel(rank, k, cfg, mode) for mode in ("ring", "torch", "ddp")} | {
-        "no_overlap": train_data_parallel(rank, k, cfg, "ring", overlap=False)}
+        "no_overlap": train_data_parallel(rank, k, cfg, "ring", overlap=False),
+        "course_ddp": {"params": train_ddp(rank, k, cfg)}, "step": {"params": _steps_by_hand(rank, k, cfg)}}
+
+
+def _steps_by_hand(rank: int, k: int, cfg: TrainConfig) -> torch.Tensor:
+    """Lab 10's data_parallel_step (the reference), step after step, on the plan of plan_buckets."""
+    from gpudl.collectives import flat_params, make_batch, make_model, shard, worker_device
+    model = make_model(cfg, worker_device())
+    buckets = plan_buckets([p.numel() * p.element_size() for p in model.parameters()], int(cfg.bucket_mb * 2**20))
+    history = []
+    for step in range(cfg.steps):
+        x, y = make_batch(cfg, step, worker_device())
+        data_parallel_step(model, shard(x, rank, k), shard(y, rank, k), cfg.lr, buckets)
+        history.append(flat_params(model))
+    return torch.stack(history)
 
 
 @pytest.mark.parametrize("k", [2, 3])
@@ -237,7 +263,7 @@ def test_data_parallel_equals_one_process_on_the_whole_batch(k):
             assert run["params"].shape == single.shape
             torch.testing.assert_close(run["params"], single, rtol=1e-10, atol=1e-12,
                                        msg=lambda m: f"{mode} on rank {rank} of {k}: {m}")
-            if mode != "ddp":
+            if mode in ("ring", "torch", "no_overlap"):
                 n = len(run["buckets"])
                 assert n >= 3, "the tiny bucket cap should give several buckets"
                 assert run["order"] == list(range(n))    # bucket 0 holds the last layers, ready first
@@ -247,7 +273,8 @@ def test_buckets_are_reduced_during_backward():
     """With overlap, the buckets of the later layers are all-reduced while backward is still
     working on the first layer; without, none is before backward ends."""
     def probe(rank, k, overlap):
-        from gpudl.collectives import GradientBuckets, make_batch, make_model
+        from gpudl.collectives import make_batch, make_model
+        from gpudl_instructor.references.lab10 import GradientBuckets
         cfg = TrainConfig()
         model = make_model(cfg)
         buckets = GradientBuckets(list(model.parameters()), cfg.bucket_mb, overlap=overlap)
@@ -350,15 +377,24 @@ def test_launcher_rejects_bad_arguments():
         launch(_fail_on, 2, -1, backend="mpi")
     with pytest.raises(TypeError):
         launch(_fail_on, 2, (i for i in range(3)))    # a generator cannot be pickled
+    with pytest.raises(TypeError):
+        launch([1, 2, 3], 2)                          # not a function
+    with pytest.raises(ValueError):
+        launch(_fail_on, 5000, -1)                    # thousands of processes: a mistake, never started
 
 
 # --- measurements and the benchmark -----------------------------------------------------------------
 
 def test_measurements_give_every_rank_the_same_calls():
-    per_rank = launch(measure.all_reduce_times, 2, [256, 4096], "ring", 2, 1)
+    per_rank = launch(measure.all_reduce_times, 2, [256, 4096], ring_all_reduce, 2, 1)
     assert len(per_rank) == 2 and all(len(r) == 2 and min(r) > 0 for r in per_rank)
     assert measure.slowest(per_rank) == [max(a, b) for a, b in zip(*per_rank)]
     assert measure.slowest([{"x": 1.0}, {"x": 3.0}]) == {"x": 3.0}
+    with pytest.raises(ValueError):
+        measure.all_reduce_times(0, 1, [256], "ring")
+    steps = launch(measure.ddp_step_times, 2, (8, 16, 4), 8, ("compute", "no_overlap", "ddp"), 2, 1,
+                   preload=("torch._dynamo",))
+    assert all(set(r) == {"compute", "no_overlap", "ddp"} and min(r.values()) > 0 for r in steps)
 
 
 @pytest.mark.slow
@@ -409,31 +445,13 @@ def test_nccl_workers_see_the_multicast_switches(monkeypatch):
         assert env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
 
 
-def _reference_step(model, x, y, lr, buckets):
-    """One data-parallel step as lab 10 asks for it (the lab forbids the package's GradientBuckets)."""
-    k = dist.get_world_size()
-    params = list(model.parameters())
-    torch.nn.functional.mse_loss(model(x), y).backward()
-    for bucket in buckets:
-        grads = [params[i].grad for i in bucket]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        dist.all_reduce(flat)
-        flat /= k
-        for g, piece in zip(grads, flat.split([g.numel() for g in grads])):
-            g.copy_(piece.view_as(g))
-    with torch.no_grad():
-        for p in params:
-            p -= lr * p.grad
-
-
 def _lab10_checks_pass_the_references(hidden: bool) -> None:
-    from gpudl.collectives import ring
     from gpudl.grading import lab10 as check
-    check.ring_broadcast(ring.ring_broadcast, hidden=hidden)
-    check.ring_reduce_scatter(ring.ring_reduce_scatter, hidden=hidden)
-    check.ring_all_gather(ring.ring_all_gather, hidden=hidden)
-    check.ring_all_reduce(ring.ring_all_reduce, hidden=hidden)
-    check.data_parallel_step(_reference_step, hidden=hidden)
+    check.ring_broadcast(ring_broadcast, hidden=hidden)
+    check.ring_reduce_scatter(ring_reduce_scatter, hidden=hidden)
+    check.ring_all_gather(ring_all_gather, hidden=hidden)
+    check.ring_all_reduce(ring_all_reduce, hidden=hidden)
+    check.data_parallel_step(data_parallel_step, hidden=hidden)
 
 
 @gpu

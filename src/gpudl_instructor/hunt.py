@@ -50,8 +50,7 @@ MEMORY_BYTES = 6 << 30          # of the process that hunts in one lab (as a gra
 RESTARTS = 5                    # runs of a lab's hunt after one that a candidate killed
 # Labs whose answers still sit in the course edition while their split is under way: the hunt
 # reports them and `gpudl handout` says so, without refusing. Empty once every lab is split.
-PENDING: dict[str, str] = {lab: "its references are not yet split from the course edition" for lab in (
-    "lab10_multi_gpu",)}
+PENDING: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

@@ -10,122 +10,22 @@ Doing it well means overlapping it with the backward pass. Gradients become read
 order of the parameters (the last layer's first), so DDP groups parameters into *buckets* of
 about ``bucket_cap_mb`` filled in that reverse order, and all-reduces each bucket (one
 flattened buffer: one collective instead of one per tensor) as soon as its last gradient
-arrives, while backward goes on computing the earlier layers' gradients.
+arrives, while backward goes on computing the earlier layers' gradients. (Bucketing and the
+averaged step by hand are lab 10's exercises.)
 
 Reading order:
 
-- ``plan_buckets``: parameter indices in buckets, in reverse order, DDP's size rule;
-- ``GradientBuckets``: post-accumulate-grad hooks that all-reduce each bucket when it is ready
-  (``overlap=True``) or all buckets after backward (``overlap=False``), with any all-reduce
-  (the hand-written ``ring_all_reduce`` by default), on ``plan_buckets``' plan or one given;
-- ``TrainConfig``, ``make_model``, ``make_batch``, ``shard``, ``sgd_step``;
-- ``train_single`` (one process, whole batch) and ``train_data_parallel`` (a worker of
-  ``launch``: "ring" buckets, "torch" buckets on ``dist.all_reduce``, or "ddp",
-  ``torch.nn.parallel.DistributedDataParallel``); both return the parameters after every step.
+- ``TrainConfig``, ``make_model``, ``make_batch``, ``shard``, ``flat_params``: a small MLP
+  regression, the same on every rank, and each rank's share of a batch;
+- ``train_single`` (one process, whole batch, ``torch.optim.SGD``) and ``train_ddp`` (a worker
+  of ``launch``: ``torch.nn.parallel.DistributedDataParallel``); both return the parameters
+  after every step.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import torch
-import torch.distributed as dist
-
-from ..references import reference
-from .ring import ring_all_reduce
-
-
-@reference
-def plan_buckets(param_bytes: Sequence[int], cap_bytes: int) -> list[list[int]]:
-    """Group parameters (given by their gradients' sizes in bytes, in model order) into buckets:
-    walk them from the last to the first, add each to the open bucket, and close the bucket
-    once it holds ``cap_bytes`` or more (DDP's rule: a bucket may pass the cap by its last
-    tensor). Returns lists of parameter indices, the first bucket holding the last parameters."""
-    if cap_bytes <= 0:
-        raise ValueError(f"cap_bytes must be > 0, got {cap_bytes}")
-    if any(b < 0 for b in param_bytes):
-        raise ValueError("parameter sizes must be >= 0 bytes")
-    buckets: list[list[int]] = []
-    current: list[int] = []
-    size = 0
-    for i in reversed(range(len(param_bytes))):
-        current.append(i)
-        size += param_bytes[i]
-        if size >= cap_bytes:
-            buckets.append(current)
-            current, size = [], 0
-    if current:
-        buckets.append(current)
-    return buckets
-
-
-class GradientBuckets:
-    """All-reduce and average a model's gradients bucket by bucket.
-
-    ``overlap=True``: a hook on each parameter notes its gradient; when a bucket's last one
-    arrives, the bucket's gradients are flattened into one buffer, all-reduced with
-    ``all_reduce(buffer)`` (in place, on every rank), divided by k and copied back, while
-    backward continues. ``overlap=False``: nothing happens during backward; ``synchronize()``
-    reduces every bucket afterwards. Call ``synchronize()`` after every backward either way
-    (it checks that every bucket was reduced once). ``reduced`` lists bucket indices in the
-    order they were reduced in the last step."""
-
-    def __init__(self, params: Sequence[torch.nn.Parameter], bucket_mb: float = 25.0, *,
-                 all_reduce: Callable[[torch.Tensor], object] = ring_all_reduce, overlap: bool = True,
-                 buckets: Sequence[Sequence[int]] | None = None):
-        self.params = list(params)
-        self.all_reduce, self.overlap = all_reduce, overlap
-        sizes = [p.numel() * p.element_size() for p in self.params]
-        if buckets is None:
-            buckets = plan_buckets(sizes, max(1, int(bucket_mb * 2**20)))
-        self.buckets = [list(b) for b in buckets]
-        if sorted(i for b in self.buckets for i in b) != list(range(len(self.params))):
-            raise ValueError(f"buckets {self.buckets} must hold each of the {len(self.params)} parameters once")
-        self._bucket_of = {i: b for b, members in enumerate(self.buckets) for i in members}
-        self._waiting = [len(m) for m in self.buckets]
-        self.reduced: list[int] = []
-        self._handles = [p.register_post_accumulate_grad_hook(self._hook(i)) for i, p in enumerate(self.params)]
-
-    def _hook(self, index: int):
-        def ready(param: torch.Tensor) -> None:
-            b = self._bucket_of[index]
-            self._waiting[b] -= 1
-            if self.overlap and self._waiting[b] == 0:
-                self._reduce(b)
-        return ready
-
-    def _reduce(self, b: int) -> None:
-        grads = [self.params[i].grad for i in self.buckets[b]]
-        flat = torch.cat([g.reshape(-1) for g in grads])        # one buffer: one collective
-        self.all_reduce(flat)
-        flat /= dist.get_world_size()
-        offset = 0
-        for g in grads:
-            g.copy_(flat[offset:offset + g.numel()].view_as(g))
-            offset += g.numel()
-        self.reduced.append(b)
-
-    def synchronize(self) -> None:
-        """After backward: reduce what is left (everything, without overlap) and reset."""
-        if any(self._waiting):
-            missing = [b for b, w in enumerate(self._waiting) if w]
-            raise RuntimeError(f"buckets {missing} did not get all their gradients: a parameter unused in the loss?")
-        if not self.overlap:
-            for b in range(len(self.buckets)):
-                self._reduce(b)
-        if sorted(self.reduced) != list(range(len(self.buckets))):
-            raise RuntimeError(f"buckets reduced {self.reduced}, expected each of {len(self.buckets)} once")
-        self._waiting = [len(m) for m in self.buckets]
-        self._last, self.reduced = self.reduced, []
-
-    @property
-    def last_order(self) -> list[int]:
-        """The order the buckets were reduced in, in the last completed step."""
-        return list(getattr(self, "_last", []))
-
-    def remove(self) -> None:
-        for h in self._handles:
-            h.remove()
 
 
 # --- a small model, its data, and training --------------------------------------------------------
@@ -185,62 +85,47 @@ def shard(batch: torch.Tensor, rank: int, world: int) -> torch.Tensor:
     return batch[rank * n:(rank + 1) * n]
 
 
-def sgd_step(model: torch.nn.Module, lr: float) -> None:
-    """p -= lr * p.grad for every parameter, then clear the gradients."""
-    with torch.no_grad():
-        for p in model.parameters():
-            p -= lr * p.grad
-            p.grad = None
-
-
-def _flat_params(model: torch.nn.Module) -> torch.Tensor:
+def flat_params(model: torch.nn.Module) -> torch.Tensor:
+    """Every parameter of ``model``, flattened into one vector on the CPU."""
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu()
 
 
 def train_single(cfg: TrainConfig) -> torch.Tensor:
-    """One process on the whole batch: the parameters, flattened, after each step (steps, P)."""
+    """One process on the whole batch, with ``torch.optim.SGD``: the parameters, flattened, after
+    each step (steps, P). What data-parallel training on any number of ranks must reproduce."""
     model = make_model(cfg)
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
     history = []
     for step in range(cfg.steps):
         x, y = make_batch(cfg, step)
-        torch.nn.functional.mse_loss(model(x), y).backward()
-        sgd_step(model, cfg.lr)
-        history.append(_flat_params(model))
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        history.append(flat_params(model))
     return torch.stack(history)
 
 
-def train_data_parallel(rank: int, world: int, cfg: TrainConfig, mode: str = "ring", overlap: bool = True) -> dict:
-    """A worker of ``launch``: train on this rank's share of each batch, averaging gradients by
-    ``mode``: "ring" (``GradientBuckets`` on the hand-written ring all-reduce), "torch"
-    (``GradientBuckets`` on ``dist.all_reduce``) or "ddp" (``DistributedDataParallel`` with
-    ``bucket_cap_mb``). Returns {"params": (steps, P) after each step, "buckets": the bucket
-    plan, "order": the order buckets were reduced in the last step}."""
-    if mode not in ("ring", "torch", "ddp"):
-        raise ValueError(f"mode must be 'ring', 'torch' or 'ddp', got {mode!r}")
+def train_ddp(rank: int, world: int, cfg: TrainConfig) -> torch.Tensor:
+    """A worker of ``launch``: train with ``torch.nn.parallel.DistributedDataParallel`` (buckets of
+    ``cfg.bucket_mb``, all-reduced during backward) on this rank's share of each batch, with
+    ``torch.optim.SGD``; the parameters, flattened, after each step (steps, P)."""
     from .launch import worker_device
 
     device = worker_device()
     model = make_model(cfg, device)
-    buckets = None
-    if mode == "ddp":
-        kwargs = {"device_ids": [device.index]} if device.type == "cuda" else {}
-        net = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cfg.bucket_mb, **kwargs)
-    else:
-        net = model
-        reduce = ring_all_reduce if mode == "ring" else dist.all_reduce
-        buckets = GradientBuckets(list(model.parameters()), cfg.bucket_mb, all_reduce=reduce, overlap=overlap)
+    kwargs = {"device_ids": [device.index]} if device.type == "cuda" else {}
+    net = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cfg.bucket_mb, **kwargs)
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
     history = []
     for step in range(cfg.steps):
         x, y = make_batch(cfg, step, device)
+        opt.zero_grad(set_to_none=True)
         loss = torch.nn.functional.mse_loss(net(shard(x, rank, world)), shard(y, rank, world))
         loss.backward()
-        if buckets is not None:
-            buckets.synchronize()
-        sgd_step(model, cfg.lr)
-        history.append(_flat_params(model))
-    return {"params": torch.stack(history), "buckets": buckets.buckets if buckets else None,
-            "order": buckets.last_order if buckets else None}
+        opt.step()
+        history.append(flat_params(model))
+    return torch.stack(history)
 
 
-__all__ = ["plan_buckets", "GradientBuckets", "TrainConfig", "make_model", "make_batch", "shard", "sgd_step",
-           "train_single", "train_data_parallel"]
+__all__ = ["TrainConfig", "make_model", "make_batch", "shard", "flat_params", "train_single", "train_ddp"]

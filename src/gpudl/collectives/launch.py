@@ -301,6 +301,9 @@ def _modules_of(fn: Callable) -> list[str]:
     return [name] if name and name != "__main__" and name in sys.modules else []
 
 
+MAX_WORKERS = 64        # processes of one launch: a notebook's ring, a host's GPUs (never a typo's thousands)
+
+
 def launch(fn: Callable, world_size: int, *args: Any, backend: str | None = None, timeout: float = 60.0,
            start_timeout: float = 120.0, threads: int | None = 1, start: str | None = None, echo: bool = True,
            preload: tuple[str, ...] = (), **kwargs: Any) -> list[Any]:
@@ -314,10 +317,13 @@ def launch(fn: Callable, world_size: int, *args: Any, backend: str | None = None
     zygote; Linux) or "spawn" (a fresh interpreter per worker). ``echo``: print the workers'
     stdout. ``preload``: modules the zygote imports once before forking, for all later
     launches too (DDP's first use imports ``torch._dynamo``: seconds in every worker).
-    Raises ``WorkerError`` (a rank raised or died) or ``WorkerTimeout``.
+    Raises ``WorkerError`` (a rank raised or died) or ``WorkerTimeout``; at most ``MAX_WORKERS``.
     """
-    if not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be a positive int, got {world_size!r}")
+    if not callable(fn):
+        raise TypeError(f"launch(fn, world_size, ...) runs a function in every worker, got {type(fn).__name__} "
+                        f"{fn!r:.60}")
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or not 1 <= world_size <= MAX_WORKERS:
+        raise ValueError(f"world_size must be an int from 1 to {MAX_WORKERS}, got {world_size!r:.60}")
     if timeout <= 0 or start_timeout <= 0:
         raise ValueError(f"timeouts must be positive, got timeout={timeout}, start_timeout={start_timeout}")
     backend = backend or default_backend(world_size)

@@ -9,24 +9,23 @@ synchronisation costs little beside the work. A collective is as fast as its slo
 ``slowest`` takes, per entry, the largest of the ranks' medians.
 
 - ``all_reduce_times(rank, k, sizes, impl)``: seconds per all-reduce of each size, by
-  ``dist.all_reduce`` ("torch") or the hand-written ``ring_all_reduce`` ("ring");
+  ``dist.all_reduce`` ("torch") or any all-reduce ``impl(tensor)`` given (a hand-written ring);
 - ``ddp_step_times(rank, k, widths, batch, modes)``: seconds per training step of an MLP, by
-  "ddp" (DistributedDataParallel: bucket all-reduces overlap backward), "no_overlap" (the same
-  buckets all-reduced after backward) and "compute" (no communication);
+  "ddp" (DistributedDataParallel: bucket all-reduces overlap backward), "no_overlap" (every
+  gradient all-reduced after backward, one ``dist.all_reduce`` per tensor) and "compute" (no
+  communication);
 - ``slowest(per_rank)``: the ranks' results combined.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 import torch.distributed as dist
 
 from ..bench import allow_tf32
 from ..timing import time_cpu
-from .data_parallel import GradientBuckets
 from .launch import worker_device
-from .ring import ring_all_reduce
 
 
 def _sync(device: torch.device) -> None:
@@ -41,17 +40,18 @@ def _inner(n_bytes: int, device: torch.device) -> int:
     return max(1, min(200, (64 << 20) // max(n_bytes, 1)))
 
 
-def all_reduce_times(rank: int, k: int, sizes: Sequence[int], impl: str = "torch", runs: int = 5,
+def all_reduce_times(rank: int, k: int, sizes: Sequence[int], impl: str | Callable = "torch", runs: int = 5,
                      warmup: int = 2, dtype: torch.dtype = torch.float32) -> list[float]:
-    """This rank's median seconds per all-reduce of each of ``sizes`` bytes."""
-    if impl not in ("torch", "ring"):
-        raise ValueError(f"impl must be 'torch' or 'ring', got {impl!r}")
+    """This rank's median seconds per all-reduce of each of ``sizes`` bytes: ``dist.all_reduce``
+    ("torch") or ``impl(tensor)``, an all-reduce in place on every rank."""
+    if impl != "torch" and not callable(impl):
+        raise ValueError(f"impl must be 'torch' or an all-reduce function, got {impl!r}")
     device = worker_device()
     out = []
     for n_bytes in sizes:
         x = torch.ones(max(1, n_bytes // torch.tensor([], dtype=dtype).element_size()), dtype=dtype, device=device)
         inner = _inner(n_bytes, device)
-        op = dist.all_reduce if impl == "torch" else ring_all_reduce
+        op = dist.all_reduce if impl == "torch" else impl
 
         def run() -> None:
             for _ in range(inner):
@@ -77,7 +77,7 @@ def _mlp(widths: Sequence[int], device: torch.device) -> torch.nn.Sequential:
 def ddp_step_times(rank: int, k: int, widths: Sequence[int], batch: int, modes: Sequence[str] = ("ddp",),
                    runs: int = 10, warmup: int = 3, bucket_mb: float = 25.0) -> dict[str, float]:
     """This rank's median seconds per SGD step of an MLP on ``batch`` examples per rank, for each
-    mode: "ddp", "no_overlap" (DDP's buckets all-reduced after backward) or "compute"."""
+    mode: "ddp", "no_overlap" (each gradient all-reduced and averaged after backward) or "compute"."""
     device = worker_device()
     x = torch.randn(batch, widths[0], device=device)
     y = torch.randn(batch, widths[-1], device=device)
@@ -86,15 +86,13 @@ def ddp_step_times(rank: int, k: int, widths: Sequence[int], batch: int, modes: 
         for mode in modes:
             model = _mlp(widths, device)
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-            buckets = None
+            after = False
             if mode == "ddp":
                 kwargs = {"device_ids": [device.index]} if device.type == "cuda" else {}
                 net: torch.nn.Module = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb,
                                                                                  **kwargs)
             elif mode == "no_overlap":
-                net = model
-                buckets = GradientBuckets(list(model.parameters()), bucket_mb, all_reduce=dist.all_reduce,
-                                          overlap=False)
+                net, after = model, True
             elif mode == "compute":
                 net = model
             else:
@@ -103,15 +101,15 @@ def ddp_step_times(rank: int, k: int, widths: Sequence[int], batch: int, modes: 
             def step() -> None:
                 opt.zero_grad(set_to_none=True)
                 torch.nn.functional.mse_loss(net(x), y).backward()
-                if buckets is not None:
-                    buckets.synchronize()
+                if after:                       # nothing moves during backward: all of it waits here
+                    for p in model.parameters():
+                        dist.all_reduce(p.grad)
+                        p.grad /= k
                 opt.step()
                 _sync(device)
 
             dist.barrier()
             out[mode] = time_cpu(step, warmup=warmup, min_runs=runs, max_runs=runs).median
-            if buckets is not None:
-                buckets.remove()
     return out
 
 

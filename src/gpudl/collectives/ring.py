@@ -1,32 +1,20 @@
-"""Collectives written by hand on ``torch.distributed`` point-to-point, on a ring.
+"""The ring, and what crosses it: the tools lab 10's hand-written collectives are built and
+measured with (the collectives themselves are the lab's exercises).
 
-Each function runs on every rank of the default process group, works in place like its
-``torch.distributed`` counterpart, and returns the number of bytes *this rank* sent, which
-``gpudl.collectives.cost.ring_bytes_sent`` predicts exactly. The ring: rank r sends to its
-right neighbour (r + 1) % k and receives from its left neighbour (r - 1) % k. Every step
-posts its send and its receive together (``batch_isend_irecv``): a blocking send posted
-first on every rank would wait forever for a receive that no rank has posted yet.
+The ring: rank r sends to its right neighbour (r + 1) % k and receives from its left neighbour
+(r - 1) % k. Every step posts its send and its receive together (``batch_isend_irecv``): a
+blocking send posted first on every rank would wait forever for a receive that no rank has
+posted yet.
 
-A tensor of N elements is cut into k chunks the way ``torch.tensor_split`` cuts it: the
-first N % k chunks have N // k + 1 elements, the others N // k. So nothing is lost when N
-is not divisible by k, and every rank knows every chunk's size without asking.
+A tensor of N elements is cut into k chunks the way ``torch.tensor_split`` cuts it: the first
+N % k chunks have N // k + 1 elements, the others N // k. So nothing is lost when N is not
+divisible by k, and every rank knows every chunk's size without asking.
 
-- ``ring_broadcast(tensor, src, chunks)``: the lecture's pipelined broadcast. The message goes
-  round the ring in ``chunks`` (S) pieces; the rank at distance p from the source sends piece
-  c in step p + c, so S + k - 2 steps of N / S bytes each, against k - 1 steps of N bytes
-  unpipelined.
-- ``ring_reduce_scatter(tensor)``: k - 1 steps; in step s rank r sends chunk (r - s - 1) % k,
-  receives chunk (r - s - 2) % k and adds it in. Afterwards chunk r holds the sum over ranks
-  (as in NCCL's in-place reduce-scatter; the other chunks hold partial sums).
-- ``ring_all_gather(tensor)``: rank r's chunk r goes round: in step s rank r sends chunk
-  (r - s) % k and receives chunk (r - s - 1) % k in place.
-- ``ring_all_reduce(tensor)``: reduce-scatter then all-gather, 2 (k - 1) steps; each rank sends
-  2 (k - 1) / k N bytes, whatever k: the bandwidth-optimal all-reduce.
+- ``ring_neighbours(rank, world)``: (left, right);
+- ``chunk_bounds(numel, parts)``: [start, stop) of each chunk, as ``torch.tensor_split`` cuts;
 - ``traffic()``: a context manager that counts what the process group really sends (every
   point-to-point send, in bytes, and every collective call) and logs the sends and receives
-  in the order they were posted, however they were called.
-
-Helpers: ``ring_neighbours``, ``chunk_bounds``.
+  in the order they were posted, however they were called (``Traffic``).
 """
 from __future__ import annotations
 
@@ -35,10 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import torch
 import torch.distributed as dist
-
-from ..references import reference
 
 
 def ring_neighbours(rank: int, world: int) -> tuple[int, int]:
@@ -60,86 +45,6 @@ def chunk_bounds(numel: int, parts: int) -> list[tuple[int, int]]:
         bounds.append((start, stop))
         start = stop
     return bounds
-
-
-def _flat(tensor: torch.Tensor) -> torch.Tensor:
-    if not tensor.is_contiguous():
-        raise ValueError("the hand-written collectives work in place on a contiguous tensor")
-    return tensor.view(-1)
-
-
-def _exchange(send: torch.Tensor | None, right: int, recv: torch.Tensor | None, left: int) -> int:
-    """Post a send to ``right`` and a receive from ``left`` together and wait for both; the
-    bytes sent. Empty pieces are skipped (both ends know the sizes)."""
-    ops = []
-    if send is not None and send.numel():
-        ops.append(dist.P2POp(dist.isend, send, right))
-    if recv is not None and recv.numel():
-        ops.append(dist.P2POp(dist.irecv, recv, left))
-    if ops:
-        for work in dist.batch_isend_irecv(ops):
-            work.wait()
-    return send.numel() * send.element_size() if send is not None else 0
-
-
-@reference
-def ring_broadcast(tensor: torch.Tensor, src: int = 0, chunks: int = 1) -> int:
-    """Broadcast ``tensor`` from rank ``src`` to every rank (in place) round the ring, pipelined
-    in ``chunks`` pieces; returns the bytes this rank sent (N, or 0 on the ring's last rank)."""
-    rank, k = dist.get_rank(), dist.get_world_size()
-    if not 0 <= src < k:
-        raise ValueError(f"src {src} is not a rank of a world of {k}")
-    if chunks < 1:
-        raise ValueError(f"chunks must be >= 1, got {chunks}")
-    left, right = ring_neighbours(rank, k)
-    flat = _flat(tensor)
-    pieces = [flat[a:b] for a, b in chunk_bounds(flat.numel(), chunks)]
-    p = (rank - src) % k                         # distance from the source along the ring
-    sent = 0
-    for step in range(chunks + k - 2):
-        c_send, c_recv = step - p, step - (p - 1)
-        send = pieces[c_send] if p < k - 1 and 0 <= c_send < chunks else None
-        recv = pieces[c_recv] if p > 0 and 0 <= c_recv < chunks else None
-        sent += _exchange(send, right, recv, left)
-    return sent
-
-
-@reference
-def ring_reduce_scatter(tensor: torch.Tensor) -> int:
-    """Sum ``tensor`` over ranks so that chunk r of rank r's tensor holds chunk r of the sum
-    (in place); returns the bytes this rank sent: N minus its own chunk."""
-    rank, k = dist.get_rank(), dist.get_world_size()
-    left, right = ring_neighbours(rank, k)
-    flat = _flat(tensor)
-    chunks = [flat[a:b] for a, b in chunk_bounds(flat.numel(), k)]
-    sent = 0
-    for step in range(k - 1):
-        out, into = chunks[(rank - step - 1) % k], chunks[(rank - step - 2) % k]
-        buf = torch.empty_like(into)
-        sent += _exchange(out, right, buf, left)
-        into += buf
-    return sent
-
-
-@reference
-def ring_all_gather(tensor: torch.Tensor) -> int:
-    """Given chunk r valid on rank r, fill in every chunk on every rank (in place); returns the
-    bytes this rank sent: N minus the chunk of its right neighbour."""
-    rank, k = dist.get_rank(), dist.get_world_size()
-    left, right = ring_neighbours(rank, k)
-    flat = _flat(tensor)
-    chunks = [flat[a:b] for a, b in chunk_bounds(flat.numel(), k)]
-    sent = 0
-    for step in range(k - 1):
-        sent += _exchange(chunks[(rank - step) % k], right, chunks[(rank - step - 1) % k], left)
-    return sent
-
-
-@reference
-def ring_all_reduce(tensor: torch.Tensor) -> int:
-    """Sum ``tensor`` over ranks, in place on every rank: reduce-scatter, then all-gather.
-    Returns the bytes this rank sent, 2 (k - 1) / k N when k divides N."""
-    return ring_reduce_scatter(tensor) + ring_all_gather(tensor)
 
 
 # --- what really crosses --------------------------------------------------------------------------
@@ -201,5 +106,4 @@ def traffic() -> Iterator[Traffic]:
                 setattr(pg, name, entry)
 
 
-__all__ = ["ring_broadcast", "ring_reduce_scatter", "ring_all_gather", "ring_all_reduce", "traffic", "Traffic",
-           "ring_neighbours", "chunk_bounds"]
+__all__ = ["traffic", "Traffic", "ring_neighbours", "chunk_bounds"]

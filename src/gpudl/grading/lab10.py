@@ -1,45 +1,58 @@
-"""Checks for lab10_multi_gpu.
+"""Checks for lab10_multi_gpu: the visible cases, the examples of the released notebook.
 
-The collectives run where the student's code lives: ``run_on_ranks``, marked
-``@student_side``, starts k worker processes in the student's process with
-``gpudl.collectives.launch`` (gloo on the CPU for k = 2, 3, 4; on a machine with k GPUs also
-NCCL, one GPU per worker), runs the student's function on every rank under the guard and
-``gpudl.collectives.traffic`` (which counts the bytes each rank really sends, its messages, and
-any collective it calls), and returns each rank's tensor and counts as plain data. The checks
-draw the cases, compute the expected tensors and byte counts themselves, and compare.
+``check.NAME(fn)`` runs them; ``check.NAME(fn, hidden=True)`` the instructor's hidden cases (other
+sizes, sources, chunk counts, world sizes and models) when the notebook is graded. Each check is
+its cases and a comparison (``_compare_NAME``) that the hidden cases reuse, so they teach alike.
 
-A rank that waits for a message nobody sends (a deadlock) is stopped at ``TIMEOUT_S`` seconds
-after the ranks joined their group, and the exercise fails with a message; nothing hangs.
+The collectives run where the student's code lives: ``run_on_ranks`` (``@student_side``) starts k
+workers with ``gpudl.collectives.launch`` (gloo for k = 2, 3, 4; also NCCL where there are k
+GPUs), runs the student's function on every rank under the guard and ``traffic()`` (the bytes and
+messages each rank really sends, any collective it calls) and returns plain data. A worker gets
+everything from its case (inputs, the bucket plan); the expected values stay in the check. A
+deadlocked rank is stopped ``TIMEOUT_S`` seconds after the ranks joined; nothing hangs.
+
+Where the expected values come from: ``cost_models``, the store recorded at release
+(``expected("lab10")``); the ring collectives, torch on the checker's side (the source's tensor,
+the sum over ranks: what ``torch.distributed``'s collectives, forbidden to the student, leave) and
+the store for the bytes each rank sends (``ring_bytes_sent``); ``plan_buckets``, DDP's own
+bucketing (``torch.distributed._compute_bucket_assignment_by_size``, forbidden to the student);
+``data_parallel_step``, one process on the whole batch with ``torch.optim.SGD`` (``train_single``);
+the question, only whether the answer is well-formed. The course edition holds no answer.
 """
 from __future__ import annotations
 
 import contextlib
-import importlib
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
 
-from ..collectives import cost, data_parallel, ring
+from ..collectives import data_parallel, ring
+from ..collectives.cost import LECTURE_EXAMPLE
 from ..references import ReferenceUsedError
-from . import GradingError, assert_close, call_student, check_choice, rng
-from .boundary import exercise, run_student, student_side
+from . import GradingError, assert_close, call_student, choice_letters, exercise, question
+from .boundary import run_student, student_side
+from .expected import expected
 
 LAB = "lab10"
 TIMEOUT_S = 15.0          # after all ranks have joined: tiny tensors take milliseconds
 
-# What the hand-written collectives must do without: torch's collectives and the package's. The
-# collectives are blocked by ``_without`` (not ``guard``: torch.distributed's functions share one
-# decorator's code object, which guard's profile hook cannot tell from dist.send's); a collective
-# reached another way still shows in ``traffic()``'s count of the process group's collectives.
+# What the hand-written collectives must do without: torch's collectives. They are blocked by
+# ``_without`` (not ``guard``: torch.distributed's functions share one decorator's code object,
+# which guard's profile hook cannot tell from dist.send's); a collective reached another way still
+# shows in ``traffic()``'s count of the process group's collectives.
 _TORCH_COLLECTIVES = tuple(f"torch.distributed.{n}" for n in (
     "broadcast", "all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_gather",
     "all_gather_into_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list", "all_gather_object",
     "scatter", "gather"))
-_RING_REFS = ("gpudl.collectives.ring:ring_broadcast", "gpudl.collectives.ring:ring_reduce_scatter",
-              "gpudl.collectives.ring:ring_all_gather", "gpudl.collectives.ring:ring_all_reduce")
-_DP_FORBID = ("torch.nn.parallel.DistributedDataParallel", "gpudl.collectives.data_parallel:plan_buckets",
-              "gpudl.collectives.GradientBuckets", "gpudl.collectives.data_parallel.GradientBuckets")
+# The course edition's picture of the pipelined broadcast: who sends which piece in which step.
+_SCHEDULE = "gpudl.collectives.cost.ring_broadcast_schedule"
+_COST_FORBID = (_SCHEDULE,)
+_BROADCAST_FORBID = (*_TORCH_COLLECTIVES, _SCHEDULE)
+_REDUCTION_FORBID = _TORCH_COLLECTIVES
+# DDP's bucketing, the oracle of plan_buckets; DDP, which does the whole step.
+_DDP_BUCKETING = "torch.distributed._compute_bucket_assignment_by_size"
+_DP_FORBID = ("torch.nn.parallel.DistributedDataParallel",)
 
 _DEADLOCK = ("a deadlock: a rank waits for a message that no rank sends. Every send needs a matching receive on its "
              "peer: each rank sends to its right neighbour (rank + 1) % k and receives from its left neighbour "
@@ -50,25 +63,17 @@ _DEADLOCK = ("a deadlock: a rank waits for a message that no rank sends. Every s
 
 # --- the student's side: k workers --------------------------------------------------------------
 
-def _resolve(names: list[str]) -> list[Any]:
-    """References ("module:function") as objects, library routines as dotted names that exist here
-    (``torch.distributed``'s are left to ``_without``)."""
+def _resolve(names: list[str]) -> list[str]:
+    """The dotted names the guard forbids here: those that exist (``torch.distributed``'s are left
+    to ``_without``)."""
+    from . import _resolve as owner_of
+
     out = []
     for name in names:
-        if name.startswith("torch.distributed."):
-            continue
-        if ":" in name:
-            module, _, qual = name.partition(":")
-            out.append(getattr(importlib.import_module(module), qual))
-        else:
-            owner, _, attr = name.rpartition(".")
-            try:
-                if hasattr(importlib.import_module(owner), attr):
-                    out.append(name)
-            except ImportError:
-                parent, _, cls = owner.rpartition(".")
-                if hasattr(getattr(importlib.import_module(parent), cls, None), attr):
-                    out.append(name)
+        with contextlib.suppress(ImportError, AttributeError, ValueError):
+            owner, attr = owner_of(name)
+            if not name.startswith("torch.distributed.") and hasattr(owner, attr):
+                out.append(name)
     return out
 
 
@@ -134,11 +139,9 @@ def _ddp_worker(rank: int, k: int, fn: Callable, name: str, cases: list[dict], f
     device = worker_device()
     records = []
     for case in cases:
-        cfg = case["config"]
+        cfg, buckets = case["config"], case["buckets"]
         model = data_parallel.make_model(cfg, device)
         x, y = data_parallel.make_batch(cfg, 0, device)
-        sizes = [p.numel() * p.element_size() for p in model.parameters()]
-        buckets = data_parallel.plan_buckets(sizes, max(1, int(cfg.bucket_mb * 2**20)))
         xs, ys = data_parallel.shard(x, rank, k), data_parallel.shard(y, rank, k)
         with guard(*_resolve(forbid), label=label), _without(forbid, label), traffic() as seen:
             fn(model, xs, ys, cfg.lr, buckets)
@@ -272,40 +275,38 @@ def _case_label(case: dict) -> str:
 # --- 1. cost models ---------------------------------------------------------------------------------
 
 @exercise
-def cost_models(broadcast_time: Any, all_reduce_time: Any, bus_factor: Any, hidden: bool = False) -> None:
+def cost_models(broadcast_time: Any, all_reduce_time: Any, bus_factor: Any) -> None:
     """``ring_broadcast_time(n_bytes, k, bandwidth, chunks=1)``, ``ring_all_reduce_time(n_bytes, k,
     bandwidth, latency=0.0)``, ``bus_bandwidth_factor(collective, k)``."""
     __tracebackhide__ = True
-    forbid = [cost.ring_broadcast_time, cost.ring_all_reduce_time, cost.bus_bandwidth_factor,
-              cost.ring_reduce_scatter_time]
-    ex = cost.LECTURE_EXAMPLE
-    if not hidden:
-        bc = [(ex["n_bytes"], ex["k"], ex["bandwidth"], 1, "the lecture's 4 GPUs, 100 MB, 12 GB/s, unpipelined"),
-              (ex["n_bytes"], ex["k"], ex["bandwidth"], 4, "the same in S = 4 chunks"),
-              (ex["n_bytes"], ex["k"], ex["bandwidth"], 100, "the same in S = 100 chunks"),
-              (1e6, 2, 50e9, 1, "2 GPUs, 1 MB")]
-        ar = [(256e6, 2, 100e9, 0.0), (256e6, 8, 100e9, 0.0), (64e6, 4, 25e9, 5e-6)]
-        bus = [("all_reduce", 8), ("all_gather", 4), ("reduce_scatter", 2), ("broadcast", 8)]
-    else:
-        g = rng(f"{LAB}.cost_models")
-        bc = [(float(g.integers(1, 10**9)), int(g.integers(2, 65)), float(g.uniform(5e9, 900e9)),
-               int(g.integers(1, 500)), "") for _ in range(6)]
-        ar = [(float(g.integers(1, 10**9)), int(g.integers(2, 65)), float(g.uniform(5e9, 900e9)),
-               float(g.uniform(0, 2e-5))) for _ in range(6)]
-        bus = [(str(c), int(g.integers(2, 65))) for c in g.choice(["all_reduce", "all_gather", "reduce_scatter",
-                                                                    "broadcast", "reduce"], size=6)]
+    ex = LECTURE_EXAMPLE
+    bc = [(ex["n_bytes"], ex["k"], ex["bandwidth"], 1, "the lecture's 4 GPUs, 100 MB, 12 GB/s, unpipelined"),
+          (ex["n_bytes"], ex["k"], ex["bandwidth"], 4, "the same in S = 4 chunks"),
+          (ex["n_bytes"], ex["k"], ex["bandwidth"], 100, "the same in S = 100 chunks"),
+          (1e6, 2, 50e9, 1, "2 GPUs, 1 MB")]
+    ar = [(256e6, 2, 100e9, 0.0), (256e6, 8, 100e9, 0.0), (64e6, 4, 25e9, 5e-6)]
+    bus = [("all_reduce", 8), ("all_gather", 4), ("reduce_scatter", 2), ("broadcast", 8)]
+    _compare_cost_models((broadcast_time, all_reduce_time, bus_factor), bc, ar, bus, expected(LAB))
+
+
+def _compare_cost_models(fns: Sequence[Any], bc: list, ar: list, bus: list, ref: Any) -> None:
+    """``fns``: the three models; ``bc``: (n, k, B, S, text); ``ar``: (n, k, B, alpha); ``bus``:
+    (collective, k); ``ref``: ``ring_broadcast_time``, ``ring_all_reduce_time``, ``bus_bandwidth_factor``."""
+    __tracebackhide__ = True
+    broadcast_time, all_reduce_time, bus_factor = fns
     for n, k, bw, s, text in bc:
         what = f"ring_broadcast_time({n:g}, {k}, {bw:g}, chunks={s})" + (f" ({text})" if text else "")
-        got = call_student(broadcast_time, n, k, bw, s, forbid=forbid, label="the broadcast model", what=what)
-        want = cost.ring_broadcast_time(n, k, bw, s)
+        got = call_student(broadcast_time, n, k, bw, s, forbid=_COST_FORBID, label="the broadcast model", what=what)
+        want = ref.ring_broadcast_time(n, k, bw, s)
         hints = {n * (s + k - 1) / (s * bw) / want: "one step too many: a ring of k GPUs has k - 1 receivers, so "
                                                     "the pipeline takes S + k - 2 steps (k - 1 unpipelined)",
                  n * k / bw / want: "the unpipelined ring takes k - 1 hops, not k"}
         _close(got, want, what, hints)
     for n, k, bw, alpha in ar:
         what = f"ring_all_reduce_time({n:g}, {k}, {bw:g}, latency={alpha:g})"
-        got = call_student(all_reduce_time, n, k, bw, alpha, forbid=forbid, label="the all-reduce model", what=what)
-        want = cost.ring_all_reduce_time(n, k, bw, alpha)
+        got = call_student(all_reduce_time, n, k, bw, alpha, forbid=_COST_FORBID, label="the all-reduce model",
+                           what=what)
+        want = ref.ring_all_reduce_time(n, k, bw, alpha)
         hints = {2 * k * (alpha + n / (k * bw)) / want: "k steps per phase instead of k - 1",
                  (k - 1) * (alpha + n / (k * bw)) / want: "only one phase: an all-reduce is a reduce-scatter and "
                                                          "then an all-gather, 2 (k - 1) steps",
@@ -313,8 +314,9 @@ def cost_models(broadcast_time: Any, all_reduce_time: Any, bus_factor: Any, hidd
         _close(got, want, what, hints)
     for collective, k in bus:
         what = f"bus_bandwidth_factor({collective!r}, {k})"
-        got = call_student(bus_factor, collective, k, forbid=forbid, label="the bus bandwidth factor", what=what)
-        want = cost.bus_bandwidth_factor(collective, k)
+        got = call_student(bus_factor, collective, k, forbid=_COST_FORBID, label="the bus bandwidth factor",
+                           what=what)
+        want = ref.bus_bandwidth_factor(collective, k)
         _close(got, want, what, {k / (k - 1): "k - 1 of the k chunks cross each link, not k: the factor has k - 1"})
 
 
@@ -334,34 +336,37 @@ def _close(got: Any, want: float, what: str, hints: dict[float, str]) -> None:
 
 # --- 2. the pipelined ring broadcast -------------------------------------------------------------------
 
-@exercise
-def ring_broadcast(fn: Any, hidden: bool = False) -> None:
-    """``fn(tensor, src, chunks)``: in place on every rank, returns the bytes this rank sent."""
-    __tracebackhide__ = True
-    if not hidden:
-        specs = [(2, 6, 0, 1), (2, 7, 1, 3), (3, 10, 1, 3), (4, 13, 2, 4), (4, 9, 0, 1)]
-        g = np.random.default_rng(10)
-    else:
-        g = rng(f"{LAB}.ring_broadcast")
-        specs = []
-        for k in (3, 4):                       # 2 ranks: the visible cases
-            for _ in range(2):
-                n = int(g.integers(k, 60))
-                specs.append((k, n, int(g.integers(k)), int(g.integers(1, min(n, 9) + 1))))
+def _broadcast_cases(g: np.random.Generator, specs: list[tuple[int, int, int, int]]) -> list[dict]:
+    """(k, N, src, S) -> a case: integer-valued data on the source, -1 everywhere else."""
     cases = []
     for k, n, src, s in specs:
         data = _ints(g, n)
         inputs = [data.clone() if r == src else torch.full((n,), -1.0) for r in range(k)]
         cases.append({"k": k, "numel": n, "src": src, "chunks": s, "inputs": inputs, "data": data})
-    runs = _run(fn, "broadcast", _groups(cases), (*_TORCH_COLLECTIVES, *_RING_REFS), "the ring broadcast")
+    return cases
+
+
+@exercise
+def ring_broadcast(fn: Any) -> None:
+    """``fn(tensor, src, chunks)``: in place on every rank, returns the bytes this rank sent."""
+    __tracebackhide__ = True
+    specs = [(2, 6, 0, 1), (2, 7, 1, 3), (3, 10, 1, 3), (4, 13, 2, 4), (4, 9, 0, 1)]
+    _compare_ring_broadcast(fn, _broadcast_cases(np.random.default_rng(10), specs), expected(LAB))
+
+
+def _compare_ring_broadcast(fn: Any, cases: list[dict], ref: Any) -> None:
+    """``ref.ring_bytes_sent``: the bytes each rank of a ring broadcast sends."""
+    __tracebackhide__ = True
+    runs = _run(fn, "broadcast", _groups(cases), _BROADCAST_FORBID, "the ring broadcast")
     for run in runs:
         mine = [c for c in cases if c["k"] == run["k"]]
         for i, case in enumerate(mine):
+            model = ref.ring_bytes_sent("broadcast", case["numel"], case["k"], 4, case["src"])
             for rank in range(run["k"]):
-                _judge_broadcast(run["ranks"][rank][i], rank, case, run)
+                _judge_broadcast(run["ranks"][rank][i], rank, case, run, model[rank])
 
 
-def _judge_broadcast(rec: dict, rank: int, case: dict, run: dict) -> None:
+def _judge_broadcast(rec: dict, rank: int, case: dict, run: dict, model: int) -> None:
     __tracebackhide__ = True
     k, n, src, s = case["k"], case["numel"], case["src"], case["chunks"]
     where = f"on {_on(run)}, {_case_label(case)}, rank {rank}"
@@ -384,7 +389,6 @@ def _judge_broadcast(rec: dict, rank: int, case: dict, run: dict) -> None:
         raise GradingError(f"{where}: the result is not the source's tensor: {_first_diff(got, want)}.")
     _check_no_collectives(rec, rank, run, "broadcast")
     _check_returned(rec, rank, run, "broadcast")
-    model = cost.ring_bytes_sent("broadcast", n, k, 4, src)[rank]
     last = (src - 1) % k
     if rec["sent"] != model:
         raise GradingError(f"{where}: sent {rec['sent']} bytes; in a ring broadcast every rank but the last "
@@ -405,48 +409,46 @@ def _judge_broadcast(rec: dict, rank: int, case: dict, run: dict) -> None:
 
 # --- 3-5. reduce-scatter, all-gather, all-reduce ------------------------------------------------------------
 
-def _reduction_cases(name: str, hidden: bool) -> list[dict]:
-    if not hidden:
-        g = np.random.default_rng({"reduce_scatter": 11, "all_gather": 12, "all_reduce": 13}[name])
-        specs = [(2, 8), (2, 7), (3, 9), (3, 10), (4, 12), (4, 13), (4, 3)]
-    else:
-        g = rng(f"{LAB}.{name}")
-        specs = [(k, int(g.integers(1, 80))) for k in (3, 4) for _ in range(3)]
+def _reduction_cases(name: str, g: np.random.Generator, specs: list[tuple[int, int]]) -> list[dict]:
+    """(k, N) -> a case: integer-valued tensors on every rank and their sum (for the all-gather,
+    rank r holds only chunk r of the sum, the rest -7777)."""
     cases = []
     for k, n in specs:
         per_rank = [_ints(g, n) for _ in range(k)]
         total = torch.stack(per_rank).sum(0)
-        if name == "all_gather":
-            bounds = ring.chunk_bounds(n, k)
-            inputs = []
-            for r in range(k):
-                t = torch.full((n,), -7777.0)
-                a, b = bounds[r]
-                t[a:b] = total[a:b]
-                inputs.append(t)
-        else:
-            inputs = per_rank
+        at = torch.arange(n)
+        inputs = per_rank if name != "all_gather" else [torch.where((at >= a) & (at < b), total, torch.tensor(-7777.0))
+                                                        for a, b in ring.chunk_bounds(n, k)]
         cases.append({"k": k, "numel": n, "src": 0, "chunks": None, "inputs": inputs, "total": total})
     return cases
 
 
 _REDUCTION_LABELS = {"reduce_scatter": "the ring reduce-scatter", "all_gather": "the ring all-gather",
                      "all_reduce": "the ring all-reduce"}
+_REDUCTION_SPECS = [(2, 8), (2, 7), (3, 9), (3, 10), (4, 12), (4, 13), (4, 3)]
+_REDUCTION_SEEDS = {"reduce_scatter": 11, "all_gather": 12, "all_reduce": 13}
 
 
-def _reduction(fn: Any, name: str, hidden: bool) -> None:
+def _visible_reduction(fn: Any, name: str) -> None:
     __tracebackhide__ = True
-    cases = _reduction_cases(name, hidden)
+    g = np.random.default_rng(_REDUCTION_SEEDS[name])
+    _compare_reduction(fn, name, _reduction_cases(name, g, _REDUCTION_SPECS), expected(LAB))
+
+
+def _compare_reduction(fn: Any, name: str, cases: list[dict], ref: Any) -> None:
+    """``ref.ring_bytes_sent``: the bytes each rank of the ring collective ``name`` sends."""
+    __tracebackhide__ = True
     label = _REDUCTION_LABELS[name]
-    runs = _run(fn, name, _groups(cases), (*_TORCH_COLLECTIVES, *_RING_REFS), label)
+    runs = _run(fn, name, _groups(cases), _REDUCTION_FORBID, label)
     for run in runs:
         mine = [c for c in cases if c["k"] == run["k"]]
         for i, case in enumerate(mine):
+            model = ref.ring_bytes_sent(name, case["numel"], case["k"], 4)
             for rank in range(run["k"]):
-                _judge_reduction(run["ranks"][rank][i], rank, case, run, name, label)
+                _judge_reduction(run["ranks"][rank][i], rank, case, run, name, label, model[rank])
 
 
-def _judge_reduction(rec: dict, rank: int, case: dict, run: dict, name: str, label: str) -> None:
+def _judge_reduction(rec: dict, rank: int, case: dict, run: dict, name: str, label: str, model: int) -> None:
     __tracebackhide__ = True
     k, n = case["k"], case["numel"]
     where = f"on {_on(run)}, {_case_label(case)}, rank {rank}"
@@ -466,7 +468,6 @@ def _judge_reduction(rec: dict, rank: int, case: dict, run: dict, name: str, lab
         raise GradingError(f"{where}: {_first_diff(got, total)}." + _split_hint(n, k))
     _check_no_collectives(rec, rank, run, name.replace("_", "-"))
     _check_returned(rec, rank, run, name.replace("_", "-"))
-    model = cost.ring_bytes_sent(name, n, k, 4)[rank]
     if rec["sent"] == model:
         return
     sizes = [4 * c for c in _sizes(n, k)]
@@ -483,50 +484,57 @@ def _judge_reduction(rec: dict, rank: int, case: dict, run: dict, name: str, lab
 
 
 @exercise
-def ring_reduce_scatter(fn: Any, hidden: bool = False) -> None:
+def ring_reduce_scatter(fn: Any) -> None:
     """``fn(tensor)``: afterwards chunk r of rank r holds the sum; returns the bytes sent."""
     __tracebackhide__ = True
-    _reduction(fn, "reduce_scatter", hidden)
+    _visible_reduction(fn, "reduce_scatter")
 
 
 @exercise
-def ring_all_gather(fn: Any, hidden: bool = False) -> None:
+def ring_all_gather(fn: Any) -> None:
     """``fn(tensor)``: given chunk r valid on rank r, every chunk on every rank; bytes sent."""
     __tracebackhide__ = True
-    _reduction(fn, "all_gather", hidden)
+    _visible_reduction(fn, "all_gather")
 
 
 @exercise
-def ring_all_reduce(fn: Any, hidden: bool = False) -> None:
+def ring_all_reduce(fn: Any) -> None:
     """``fn(tensor)``: the sum over ranks on every rank, in place; bytes sent."""
     __tracebackhide__ = True
-    _reduction(fn, "all_reduce", hidden)
+    _visible_reduction(fn, "all_reduce")
 
 
 # --- 6. gradient buckets ---------------------------------------------------------------------------------
 
+def _ddp_buckets(sizes: Sequence[int], *, cap: int) -> list[list[int]]:
+    """DDP's own bucketing (the rule of its C++ Reducer, as DistributedDataParallel calls it with
+    the gradients in reverse order), for gradients of ``sizes`` bytes and a cap of ``cap`` bytes."""
+    import torch.distributed as dist
+
+    order = list(reversed(range(len(sizes))))
+    grads = [torch.empty(int(sizes[i]), dtype=torch.uint8, device="meta") for i in order]
+    buckets, _ = dist._compute_bucket_assignment_by_size(grads, [int(cap)], [False] * len(order), order)
+    return [[int(i) for i in b] for b in buckets]
+
+
 @exercise
-def plan_buckets(fn: Any, hidden: bool = False) -> None:
+def plan_buckets(fn: Any) -> None:
     """``fn(param_bytes, cap_bytes)`` -> list of buckets (lists of parameter indices)."""
     __tracebackhide__ = True
-    if not hidden:
-        mlp = [4096 * 4, 4096 * 1024 * 4, 1024 * 4, 1024 * 1024 * 4, 1024 * 4, 1024 * 10 * 4, 10 * 4]
-        cases = [(mlp, 4 * 2**20, "an MLP's weights and biases (bytes), a 4 MiB cap"),
-                 ([100, 200, 300, 400], 300, "four tensors, a cap of 300 bytes"),
-                 ([50, 60, 70], 10**6, "everything fits in one bucket"),
-                 ([500, 10, 10, 500], 100, "tensors larger than the cap")]
-    else:
-        g = rng(f"{LAB}.plan_buckets")
-        cases = []
-        for _ in range(6):
-            sizes = [int(v) for v in g.integers(1, 5000, size=int(g.integers(1, 25)))]
-            cases.append((sizes, int(g.integers(1, 8000)), ""))
-        cases.append(([7, 3], 10, "a bucket that reaches the cap exactly"))
-    for sizes, cap, text in cases:
+    mlp = [4096 * 4, 4096 * 1024 * 4, 1024 * 4, 1024 * 1024 * 4, 1024 * 4, 1024 * 10 * 4, 10 * 4]
+    cases = [(mlp, 4 * 2**20, "an MLP's weights and biases (bytes), a 4 MiB cap"),
+             ([100, 200, 300, 400], 300, "four tensors, a cap of 300 bytes"),
+             ([50, 60, 70], 10**6, "everything fits in one bucket"),
+             ([500, 10, 10, 500], 100, "tensors larger than the cap")]
+    _compare_plan_buckets(fn, [(sizes, cap, text, _ddp_buckets(sizes, cap=cap)) for sizes, cap, text in cases])
+
+
+def _compare_plan_buckets(fn: Any, cases: list[tuple[list[int], int, str, list[list[int]]]]) -> None:
+    """``cases``: (sizes, cap, text, the expected buckets)."""
+    __tracebackhide__ = True
+    for sizes, cap, text, want in cases:
         what = f"plan_buckets({sizes if len(sizes) <= 8 else '[...]'}, {cap})" + (f" ({text})" if text else "")
-        got = call_student(fn, list(sizes), cap, forbid=["gpudl.collectives.data_parallel:plan_buckets"],
-                           label="gradient bucketing", what=what)
-        want = data_parallel.plan_buckets(sizes, cap)
+        got = call_student(fn, list(sizes), cap, forbid=[_DDP_BUCKETING], label="gradient bucketing", what=what)
         try:
             got = [[int(i) for i in b] for b in got]
         except (TypeError, ValueError):
@@ -548,26 +556,32 @@ def plan_buckets(fn: Any, hidden: bool = False) -> None:
 
 # --- 7. one data-parallel step --------------------------------------------------------------------------
 
+def _param_bytes(cfg: data_parallel.TrainConfig) -> list[int]:
+    """The sizes in bytes of the gradients of ``cfg``'s model, in model order."""
+    return [p.numel() * p.element_size() for p in data_parallel.make_model(cfg).parameters()]
+
+
 @exercise
-def data_parallel_step(fn: Any, hidden: bool = False) -> None:
+def data_parallel_step(fn: Any) -> None:
     """``fn(model, x, y, lr, buckets)`` on every rank: its shard's MSE gradient, averaged over ranks
     bucket by bucket, then an SGD step; parameters equal one process's step on the whole batch."""
     __tracebackhide__ = True
-    if not hidden:
-        configs = [(2, data_parallel.TrainConfig(batch=8, steps=1, seed=1)),
-                   (3, data_parallel.TrainConfig(batch=12, steps=1, seed=2, lr=0.05))]
-    else:
-        g = rng(f"{LAB}.data_parallel_step")
-        configs = [(k, data_parallel.TrainConfig(widths=(int(g.integers(2, 9)), int(g.integers(4, 40)),
-                                                         int(g.integers(1, 6))), batch=k * int(g.integers(1, 6)),
-                                                 steps=1, seed=int(g.integers(10**6)), lr=float(g.uniform(0.01, 0.3)),
-                                                 bucket_mb=float(g.uniform(0.0002, 0.003))))
-                   for k in (2, 3, 4)]
-    groups = [{"k": k, "cases": [{"config": cfg}]} for k, cfg in configs]
+    configs = [(2, data_parallel.TrainConfig(batch=8, steps=1, seed=1)),
+               (3, data_parallel.TrainConfig(batch=12, steps=1, seed=2, lr=0.05))]
+    plans = [_ddp_buckets(_param_bytes(cfg), cap=max(1, int(cfg.bucket_mb * 2**20))) for _, cfg in configs]
+    _compare_data_parallel_step(fn, configs, plans)
+
+
+def _compare_data_parallel_step(fn: Any, configs: list[tuple[int, data_parallel.TrainConfig]],
+                                plans: list[list[list[int]]]) -> None:
+    """``configs``: (k, the model and batch); ``plans``: each config's buckets, given to the ranks.
+    The expected parameters: one process on the whole batch (``train_single``)."""
+    __tracebackhide__ = True
+    groups = [{"k": k, "cases": [{"config": cfg, "buckets": plan}]} for (k, cfg), plan in zip(configs, plans)]
     runs = _run(fn, "ddp_step", groups, _DP_FORBID, "the data-parallel step")
     for run in runs:
         cfg = dict(configs)[run["k"]]
-        start = torch.cat([p.detach().reshape(-1) for p in data_parallel.make_model(cfg).parameters()])
+        start = data_parallel.flat_params(data_parallel.make_model(cfg))
         want = data_parallel.train_single(cfg)[0]
         for rank, (rec,) in enumerate(run["ranks"]):
             where = f"on {_on(run)}, batch {cfg.batch}, lr {cfg.lr:g}, rank {rank}"
@@ -591,15 +605,13 @@ def data_parallel_step(fn: Any, hidden: bool = False) -> None:
 
 # --- 8. a question --------------------------------------------------------------------------------------
 
-_BUCKETS = "4a95eb5eba644075906b687a8c3d548f"
-
-
 @exercise
+@question
 def question_buckets(answer: Any) -> None:
     """Why DDP fills its buckets in reverse order of the parameters."""
     __tracebackhide__ = True
-    check_choice(LAB, answer, "ABCD", _BUCKETS, question="buckets",
-                 hint="in which order does backward produce the gradients, and what can run while it does?")
+    if len(choice_letters(answer, "ABCD")) != 1:
+        raise GradingError(f"answer with one letter among A-D, got {answer!r}")
 
 
 __all__ = ["cost_models", "ring_broadcast", "ring_reduce_scatter", "ring_all_gather", "ring_all_reduce",

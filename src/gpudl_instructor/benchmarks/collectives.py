@@ -2,26 +2,31 @@
 
 On a machine with k >= 2 GPUs (default: all visible), one process per GPU over NCCL:
 
-1. ``dist.all_reduce`` and ``gpudl.collectives.ring_all_reduce`` (the hand-written ring on
+1. ``dist.all_reduce`` and lab 10's ``ring_all_reduce`` (the hand-written ring on
    NCCL point-to-point) for messages from 1 KiB to 1 GiB: time per call (the slowest rank's
    median), nccl-tests' algbw = N / t and busbw = algbw x 2 (k - 1) / k, beside the GPU's NVLink
    bandwidth (one direction), which busbw approaches for large messages;
 2. an MLP's training step with DistributedDataParallel (bucket all-reduces overlapped with
-   backward), with the same buckets all-reduced after backward (no overlap), and without
-   communication; then DDP on 1 GPU and on k GPUs at the same per-GPU batch (weak scaling:
-   efficiency = t(1 GPU) / t(k GPUs)).
+   backward), with every gradient all-reduced after backward (no overlap: one ``dist.all_reduce``
+   per tensor), and without communication; then DDP on 1 GPU and on k GPUs at the same per-GPU
+   batch (weak scaling: efficiency = t(1 GPU) / t(k GPUs)).
 
 ``--quick``: the same on the CPU with gloo, 2 processes, 1 KiB to 1 MiB and a small MLP.
 Every process inherits the environment unchanged (set ``NCCL_NVLS_ENABLE=0`` and friends before
 running it where NVLink multicast must stay off).
+
+The instructor's benchmark: it measures lab 10's answers (the ring all-reduce and nccl-tests' bus
+bandwidth of ``gpudl_instructor.references.lab10``), which the course edition does not hold.
 """
 from __future__ import annotations
 
 import argparse
 
-from ..collectives import cost, launch
-from ..collectives.measure import all_reduce_times, ddp_step_times, slowest
-from ..table import Table
+from gpudl.collectives import cost, launch
+from gpudl.collectives.measure import all_reduce_times, ddp_step_times, slowest
+from gpudl.table import Table
+
+from ..references.lab10 import bus_bandwidth, ring_all_reduce
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,14 +75,15 @@ def run(args: argparse.Namespace) -> Table:
         device = f"{k} x {torch.cuda.get_device_name(0)} (NCCL)"
     timeout = 600.0
     torch_t = slowest(launch(all_reduce_times, k, sizes, "torch", runs, backend=backend, timeout=timeout, echo=False))
-    ring_t = slowest(launch(all_reduce_times, k, sizes, "ring", runs, backend=backend, timeout=timeout, echo=False))
+    ring_t = slowest(launch(all_reduce_times, k, sizes, ring_all_reduce, runs, backend=backend, timeout=timeout,
+                            echo=False))
     nvlink = cost.nvlink_bandwidth(torch.cuda.get_device_name(0)) if backend == "nccl" else None
     table = Table(f"All-reduce bus bandwidth and DDP step time on {device}")
     for n, t, r in zip(sizes, torch_t, ring_t):
         row = {"what": "all-reduce", "size": _fmt_bytes(n), "bytes": n,
                "torch_us": t * 1e6, "torch_algbw_GBps": n / t / 1e9,
-               "torch_busbw_GBps": cost.bus_bandwidth("all_reduce", n, t, k) / 1e9,
-               "ring_us": r * 1e6, "ring_busbw_GBps": cost.bus_bandwidth("all_reduce", n, r, k) / 1e9}
+               "torch_busbw_GBps": bus_bandwidth("all_reduce", n, t, k) / 1e9,
+               "ring_us": r * 1e6, "ring_busbw_GBps": bus_bandwidth("all_reduce", n, r, k) / 1e9}
         if nvlink:
             row["nvlink_GBps"] = nvlink / 1e9
         table.rows.append(row)
