@@ -122,3 +122,16 @@ def test_the_table_of_contents_names_each_test_and_its_verdict():
     assert "Test cell" not in named and "Comment" not in named
     assert '<a href="#test_lstm_flops">test_lstm_flops</a>: failed (0 of 2 points)' in named
     assert '<a href="#test_sgd_step">test_sgd_step</a>: passed (2 of 2 points)' in named
+
+
+def test_a_stream_chunked_differently_gives_the_same_page():
+    from gpudl_instructor.feedback import coalesce_streams
+    one = [{"output_type": "stream", "name": "stdout", "text": "visible cases passed\n"}]
+    chunked = [{"output_type": "stream", "name": "stdout", "text": "visible "},
+               {"output_type": "stream", "name": "stdout", "text": ""},
+               {"output_type": "stream", "name": "stdout", "text": "cases passed\n"}]
+    assert coalesce_streams(chunked) == one
+    mixed = [{"output_type": "stream", "name": "stdout", "text": "a"},
+             {"output_type": "stream", "name": "stderr", "text": "b"},
+             {"output_type": "stream", "name": "stdout", "text": "c"}]
+    assert [o["text"] for o in coalesce_streams(mixed)] == ["a", "b", "c"]

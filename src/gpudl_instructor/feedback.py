@@ -55,6 +55,21 @@ def scrub_paths(text: str, extra: Iterable[str] = ()) -> str:
     return text
 
 
+def coalesce_streams(outputs: list) -> list:
+    """Consecutive writes to one stream as one output, empty writes dropped: how a kernel chunks
+    its stdout varies from run to run, and a page must not."""
+    kept = []
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            if not out.get("text"):
+                continue
+            if kept and kept[-1].get("output_type") == "stream" and kept[-1].get("name") == out.get("name"):
+                kept[-1]["text"] = kept[-1]["text"] + out["text"]
+                continue
+        kept.append(out)
+    return kept
+
+
 class TidyOutputs(Preprocessor):
     """Test cells' tracebacks reduced to their message; machine paths scrubbed everywhere."""
 
@@ -67,6 +82,7 @@ class TidyOutputs(Preprocessor):
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         test = bool(nbg.get("grade")) and not nbg.get("solution")
         extra = [self.course_root, resources.get("gpudl_workdir", "")]
+        cell["outputs"] = coalesce_streams(cell.get("outputs", []))
         for out in cell.get("outputs", []):
             kind = out.get("output_type")
             if kind == "error":
