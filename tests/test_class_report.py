@@ -198,3 +198,45 @@ def test_the_report_opens_in_chromium_with_its_figures_and_no_script(graded):
     assert drawn >= 3 and scripts == 0
     assert {"Tests", "Why tests failed", "Not graded", "For review", "Similar submissions"} <= set(headings)
     assert all(u.startswith(("file:", "data:")) for u in requests), requests     # works offline
+
+
+EXAMPLE = ROOT / "docs" / "report-example"
+
+
+def test_the_readmes_example_report_is_made_by_the_code_from_this_class(graded, tmp_path):
+    """docs/report-example/ is what ``report.write_example`` makes of this module's class; rewrite it
+    with ``GPUDL_WRITE_EXAMPLE=1 pytest tests/test_class_report.py -k readme`` after changing the report."""
+    import os
+
+    from matplotlib.image import imread
+
+    made = report.write_example(graded[0], tmp_path)
+    if os.environ.get("GPUDL_WRITE_EXAMPLE"):
+        report.write_example(graded[0], EXAMPLE)
+        readme = (ROOT / "README.md").read_text()
+        start, end = "<!-- report-example -->\n", "<!-- /report-example -->"
+        head, rest = readme.split(start)
+        readme = head + start + (EXAMPLE / "report.md").read_text() + end + rest.split(end, 1)[1]
+        (ROOT / "README.md").write_text(readme)
+    for path in made:
+        kept = EXAMPLE / path.name
+        assert kept.is_file(), f"{kept} is missing: rewrite the example (see this test's docstring)"
+        if path.suffix == ".png":
+            new, old = imread(path), imread(kept)
+            assert new.shape == old.shape and (abs(new - old).max() < 1e-6), f"{kept} is not current"
+        else:
+            assert path.read_text() == kept.read_text(), f"{kept} is not current"
+    text = (EXAMPLE / "report.md").read_text()
+    assert "6 of 7 student(s) graded" in text and "| frank | invalid notebook" in text   # the class, as built
+    readme = (ROOT / "README.md").read_text()
+    assert text in readme, "the README's example report is not docs/report-example/report.md"
+    for name in ("histogram.png", "pass_rates.png"):
+        assert f"(docs/report-example/{name})" in readme
+
+
+def test_reasons_lose_their_numbers_and_values_but_keep_names_and_words():
+    key = report.reason_key
+    assert key("conv2d_flops on the lecture's VGG layer: your result is 4.5e9, expected 9e9: off by a factor "
+               "of 2") == "conv2d_flops on the lecture's VGG layer: your result is N, expected N: off by a factor of N"
+    assert key("peak on the V100, fp16: got 'x' and [1, 2, 3]") == "peak on the V100, fp16: got '…' and […]"
+    assert key("a result of -3 at 0.5") == key("a result of 7 at 12")

@@ -49,3 +49,12 @@ def test_ci_and_readme_use_the_same_commands():
 def test_nbgrader_config_points_at_solutions_and_labs():
     text = (ROOT / "nbgrader_config.py").read_text()
     assert 'source_directory = "solutions"' in text and 'release_directory = "labs"' in text
+
+
+def test_nbgrader_config_loads_and_applies_gpudls_settings():
+    from traitlets.config import Config
+
+    c = Config()
+    exec(compile((ROOT / "nbgrader_config.py").read_text(), "nbgrader_config.py", "exec"), {"get_config": lambda: c})
+    assert c.CourseDirectory.source_directory == "solutions" and c.CourseDirectory.release_directory == "labs"
+    assert c.Execute.timeout and c.Execute.timeout > 0           # gpudl's per-cell limit, not nbgrader's default

@@ -176,3 +176,14 @@ def test_a_notebook_saved_in_format_3_is_read_as_version_4(tmp_path):
     nb, why = submissions._read(path)
     assert why == "" and nb.nbformat == 4
     assert nb.cells[0].source.startswith("def utilization") and nb.cells[1].cell_type == "markdown"
+
+
+def test_a_notebook_from_an_lms_zip_keeps_the_time_it_was_handed_in(tmp_path):
+    zipped = tmp_path / "canvas.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr(zipfile.ZipInfo(f"kim_1_2_{LAB}.ipynb", date_time=(2023, 3, 14, 15, 9, 26)),
+                    nbformat.writes(released()))
+    found = submissions.find_submissions(zipped, LAB, workdir=tmp_path / "w")
+    import datetime
+    when = datetime.datetime.fromtimestamp(found[0].notebook.stat().st_mtime)
+    assert when.timetuple()[:6] == (2023, 3, 14, 15, 9, 26)

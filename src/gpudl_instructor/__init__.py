@@ -17,9 +17,13 @@ imports ``gpudl`` (never the reverse):
                       one student autograded by nbgrader; the warmed server; nbgrader's settings;
                       sanitized feedback
 ``pipeline``          release and grading a class
+``gpulease``          students sharing a GPU: the exclusive lease a timed check holds, memory bounds
+``shards``, ``sweep`` a class split across machines and merged again; the solution under many
+                      students' seeds (``gpudl sweep``)
 ``handout``           the student hand-out (and answers after a deadline)
-``formgrader``, ``runlabs``, ``cli``
-                      nbgrader's formgrader on a grading output; ``gpudl run-labs``; the full command
+``formgrader``, ``formgrader_extension``, ``runlabs``, ``cli``
+                      nbgrader's formgrader on a grading output (its buttons through gpudl's
+                      pipeline); ``gpudl run-labs``; the full command
 ``benchmarks``        the benchmarks that measure the references or the grader (``gpudl bench grading``,
                       ``classview``, ...), registered with the course edition's ``gpudl bench``
 ``report``, ``similar``, ``lms``

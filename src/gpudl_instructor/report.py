@@ -14,7 +14,11 @@ Writes ``report.html`` and ``report.csv`` (into the one ``OUT``, or ``--dest`` f
 Figures are made with matplotlib and embedded as PNG data; the page is static, works offline, and
 goes through the feedback pages' sanitizer (no script, no event handler, no external resource).
 
-Public names: ``LabStats``, ``lab_stats``, ``reason_key``, ``write_report``.
+``write_example`` writes one lab's figures and tables as PNG and Markdown files: the README's
+example (``docs/report-example/``) is made by it from the class ``tests/test_class_report.py``
+grades, and that test proves the files current.
+
+Public names: ``LabStats``, ``lab_stats``, ``reason_key``, ``write_report``, ``write_example``.
 """
 from __future__ import annotations
 
@@ -33,9 +37,11 @@ from typing import Any, Sequence
 from .grades import STATUS_FILE, read_scores
 
 TOP_REASONS = 5
-_NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+# A number standing alone (not the 100 of "V100" or the 16 of "fp16"), a bracketed array, and a
+# quoted value ('...' that does not start at an apostrophe: "the lecture's").
+_NUMBER = re.compile(r"(?<![A-Za-z_0-9.])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(?![A-Za-z_0-9])")
 _ARRAY = re.compile(r"\[[^\[\]]*\]")
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_QUOTED = re.compile(r"(?<![A-Za-z0-9])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"")
 
 
 def reason_key(text: str) -> str:
@@ -120,16 +126,20 @@ def lab_stats(out: str | Path) -> list[LabStats]:
 
 # --- figures ----------------------------------------------------------------------------------
 
-def _png(fig: Any) -> str:
+def _png_bytes(fig: Any) -> bytes:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
 
 
-def _histogram(stats: LabStats) -> str:
+def _png(fig: Any) -> str:
+    return "data:image/png;base64," + base64.b64encode(_png_bytes(fig)).decode("ascii")
+
+
+def _histogram(stats: LabStats, *, raw: bool = False) -> Any:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -146,10 +156,10 @@ def _histogram(stats: LabStats) -> str:
     ax.set_xlabel(f"score (of {stats.max_score:g})")
     ax.set_ylabel("students")
     ax.set_title(f"{stats.lab}: scores of {len(xs)} graded student(s)")
-    return _png(fig)
+    return _png_bytes(fig) if raw else _png(fig)
 
 
-def _pass_rates(stats: LabStats) -> str:
+def _pass_rates(stats: LabStats, *, raw: bool = False) -> Any:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -160,7 +170,7 @@ def _pass_rates(stats: LabStats) -> str:
     ax.set_xlim(0, 100)
     ax.set_xlabel("students with full points (%)")
     ax.set_title(f"{stats.lab}: pass rate per test")
-    return _png(fig)
+    return _png_bytes(fig) if raw else _png(fig)
 
 
 def _times(stats: LabStats) -> str:
@@ -288,3 +298,40 @@ def write_report(outs: Sequence[str | Path], dest: str | Path | None = None) -> 
     html_path = dest / "report.html"
     html_path.write_text(sanitize_html(page), encoding="utf-8")
     return html_path, csv_path
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+                     + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]) + "\n"
+
+
+def example_markdown(stats: LabStats) -> str:
+    """The report's summary, tests and failure reasons of one lab as Markdown (what the README shows)."""
+    s = stats.summary()
+    rows = stats.cell_stats()
+    reasons = [(cell, reason, n) for cell in stats.cells
+               for reason, n in stats.reasons.get(cell, Counter()).most_common(TOP_REASONS)]
+    ungraded = [(sid, st.get("reason", "")) for sid, st in sorted(stats.status.items()) if st.get("status") != "graded"]
+    parts = [f"**{stats.lab}**: {s.get('graded', 0)} of {s['students']} student(s) graded; mean {s.get('mean', 0):.2f}, "
+             f"median {s.get('median', 0):g}, quartiles {s.get('q1', 0):g}–{s.get('q3', 0):g} of {stats.max_score:g} points.\n",
+             _md_table(["test", "points", "full points", "mean score", "failed"],
+                       [(r["cell"], f"{r['points']:g}", f"{100 * r['pass_rate']:.0f}%", f"{r['mean']:.2f}", r["failed"])
+                        for r in rows]),
+             _md_table(["test", "why it failed (numbers taken out)", "students"], reasons) if reasons else "No test failed.\n",
+             _md_table(["not graded", "why"], ungraded) if ungraded else "Every submission was graded.\n"]
+    return "\n".join(parts)
+
+
+def write_example(out: str | Path, dest: str | Path) -> list[Path]:
+    """``histogram.png``, ``pass_rates.png`` and ``report.md`` of the (first) lab graded into ``out``,
+    written into ``dest``; returns their paths."""
+    stats = lab_stats(out)[0]
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    files = {"histogram.png": _histogram(stats, raw=True), "pass_rates.png": _pass_rates(stats, raw=True),
+             "report.md": example_markdown(stats).encode("utf-8")}
+    for name, data in files.items():
+        (dest / name).write_bytes(data)
+    return [dest / name for name in files]

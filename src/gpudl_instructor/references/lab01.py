@@ -25,15 +25,7 @@ import numpy as np
 from gpudl import hardware
 from gpudl.hardware import GPUSpec, bytes_per_element, get_spec, normalize_dtype
 from gpudl.references import reference
-
-
-def _positive_ints(name: str, values, length: int | None = None) -> tuple[int, ...]:
-    values = tuple(int(v) for v in values)
-    if length is not None and len(values) != length:
-        raise ValueError(f"{name} must have {length} entries, got {len(values)}: {values}")
-    if any(v <= 0 for v in values):
-        raise ValueError(f"{name} must be positive, got {values}")
-    return values
+from gpudl.roofline import _positive_ints   # the course edition's input validation, shared
 
 
 # --- 1. peak FLOP/s from units and clock -----------------------------------------------------
