@@ -1,7 +1,9 @@
 """gpudl.quantization: torch's calibration and quantization as the course's tools (equal to lab 09's
 references, ``gpudl_instructor.references.lab09``, which are tested here too), an INT32-accumulating
 GEMM equal to exact integer arithmetic, and a small model where per-channel scales survive an
-outlier channel."""
+outlier channel. Then the Triton INT8 GEMM (``gpudl.gemm.int8``: exact, any layout, the scales'
+epilogue; in Triton's interpreter without a GPU), the layout ``int8_matmul`` hands
+``torch._int_mm``, lab 09's check refusing the kernel, and ``gpudl bench inference``'s INT8 part."""
 from __future__ import annotations
 
 import numpy as np
@@ -183,3 +185,225 @@ def test_int_mm_on_the_gpu_equals_exact_integer_arithmetic(m, k, n):
     assert got.dtype == torch.int32 and got.is_cuda
     exact = a.long() @ b.long()                                       # int64 on the CPU: exact
     assert torch.equal(got.cpu().long(), exact)
+
+
+# --- the Triton INT8 GEMM ----------------------------------------------------------------------------
+
+from gpudl.gemm import int8 as G                              # noqa: E402 - after the section's title
+from gpudl.grading import GradingError, assert_close          # noqa: E402
+
+DEVICE = "cuda" if CUDA else "cpu"                               # CPU tensors: Triton's interpreter
+
+
+def _int8(g, shape, extreme=False):
+    if extreme:                                                  # +-120..127: sums far beyond int16
+        return torch.from_numpy((g.choice([-1, 1], size=shape) * g.integers(120, 128, size=shape)).astype(np.int8))
+    return torch.from_numpy(g.integers(-127, 128, size=shape).astype(np.int8))
+
+
+def _exact(a, b):
+    return a.cpu().numpy().astype(np.int64) @ b.cpu().numpy().astype(np.int64)
+
+
+# Shapes that are not multiples of the interpreter's 32 x 32 x 32 tile, a single element, and K
+# long enough for several tiles of K.
+SHAPES = [(1, 1, 1), (33, 70, 45), (64, 64, 64), (17, 100, 9), (40, 96, 72)]
+
+
+@pytest.mark.parametrize("m, k, n", SHAPES)
+@pytest.mark.parametrize("layout", ["row-major B", "column-major B", "transposed A"])
+def test_triton_int8_equals_exact_integer_arithmetic(m, k, n, layout):
+    g = np.random.default_rng(m * 1000 + k * 10 + n)
+    a, b = _int8(g, (m, k)), _int8(g, (k, n))
+    exact = _exact(a, b)
+    a_in, b_in = a.to(DEVICE), b.to(DEVICE)
+    if layout == "column-major B":
+        b_in = b_in.t().contiguous().t()
+        assert b_in.stride() == (1, k)
+    elif layout == "transposed A":
+        a_in = a_in.t().contiguous().t()                         # a view with stride(1) != 1
+        assert a_in.stride() == (1, m)
+    got = G.int8_matmul_triton(a_in, b_in)
+    assert got.dtype == torch.int32 and tuple(got.shape) == (m, n)
+    assert np.array_equal(got.cpu().numpy().astype(np.int64), exact)
+
+
+def test_triton_int8_sums_beyond_int16_exactly():
+    g = np.random.default_rng(7)
+    a = _int8(g, (8, 256), extreme=True)
+    b = torch.from_numpy(np.sign(a.numpy()[:1].T).astype(np.int8) * _int8(g, (256, 5), extreme=True).abs().numpy())
+    exact = _exact(a, b)
+    assert np.abs(exact).max() > 2 ** 15 * 100                   # int16 would wrap, float16 would round
+    assert np.array_equal(G.int8_matmul_triton(a.to(DEVICE), b.to(DEVICE)).cpu().numpy().astype(np.int64), exact)
+
+
+@pytest.mark.parametrize("kind", ["per tensor", "per channel", "per row and channel, with bias", "bias only"])
+def test_triton_int8_epilogue_applies_the_scales_and_bias(kind):
+    g = np.random.default_rng(3)
+    m, k, n = 37, 80, 50
+    a, b = _int8(g, (m, k)), _int8(g, (k, n))
+    sums = _exact(a, b).astype(np.float64)
+    s_a = 0.013 if kind != "per row and channel, with bias" else g.uniform(0.001, 0.1, m)
+    s_b = 0.021 if kind == "per tensor" else g.uniform(0.001, 0.1, n)
+    bias = g.standard_normal(n) if "bias" in kind else None
+    if kind == "bias only":
+        s_a = s_b = None
+    want = sums * (1.0 if s_a is None else np.reshape(s_a, (-1, 1)))
+    want = want * (1.0 if s_b is None else np.reshape(s_b, (1, -1)))
+    if bias is not None:
+        want = want + bias[None, :]
+    to = (lambda v: None if v is None else (v if np.isscalar(v) else torch.from_numpy(np.asarray(v))))
+    y = G.int8_matmul_triton(a.to(DEVICE), b.to(DEVICE), scale_a=to(s_a), scale_b=to(s_b), bias=to(bias))
+    assert y.dtype == torch.float32 and tuple(y.shape) == (m, n)
+    assert_close(y.cpu().numpy(), want, dtype="fp32", name="scaled INT8 GEMM")     # FP32 epilogue: a few roundings
+    forgotten = want - bias[None, :] if bias is not None else sums * np.reshape(s_b, (1, -1))   # no bias, no s_a
+    with pytest.raises(GradingError):                                                # ... and each term matters
+        assert_close(y.cpu().numpy(), forgotten, dtype="fp32")
+
+
+def test_triton_int8_refuses_bad_input_clearly():
+    a = torch.zeros((4, 8), dtype=torch.int8, device=DEVICE)
+    b = torch.zeros((8, 3), dtype=torch.int8, device=DEVICE)
+    with pytest.raises(TypeError, match="int8"):
+        G.int8_matmul_triton(a.float(), b)
+    with pytest.raises(TypeError, match="torch tensors"):
+        G.int8_matmul_triton(a.cpu().numpy(), b)
+    with pytest.raises(ValueError, match="inner dimensions"):
+        G.int8_matmul_triton(a, b[:4])
+    with pytest.raises(ValueError, match="scale_b must be one number or 3"):
+        G.int8_matmul_triton(a, b, scale_b=torch.ones(4))
+    with pytest.raises(ValueError, match="bias must have N = 3"):
+        G.int8_matmul_triton(a, b, bias=torch.ones(2))
+    with pytest.raises(ValueError, match="power of two"):
+        G.Int8Config(48, 64, 64)
+    assert G.int8_matmul_triton(a[:, :0], b[:0]).eq(0).all()                      # K = 0: empty sums are 0
+    huge = a[:1, :1].expand(2 ** 16, 2 ** 15)                                       # 2^31 elements, no memory
+    with pytest.raises(ValueError, match="32-bit"):
+        G.int8_matmul_triton(huge, b[:1, :1].expand(2 ** 15, 8))
+
+
+def test_int8_matmul_hands_int_mm_a_column_major_b(monkeypatch):
+    """The layout INT8 tensor cores read: B (K, N) with stride(0) == 1. A row-major B is laid out
+    so once; a column-major B (W.T of a row-major weight) goes as it is, not copied."""
+    seen = []
+    original = torch._int_mm
+
+    def recording(a, b):
+        seen.append((a.stride(), b.stride(), b.data_ptr()))
+        return original(a, b)
+
+    monkeypatch.setattr(torch, "_int_mm", recording)
+    g = np.random.default_rng(5)
+    a, w = _int8(g, (32, 64)), _int8(g, (24, 64))                  # w: a weight (N, K), row-major
+    exact = _exact(a, w.T)
+    got = Q.int8_matmul(a, w.T.contiguous())                       # B row-major: the trap, fixed inside
+    assert seen[-1][:2] == ((64, 1), (1, 64)) and np.array_equal(got.numpy(), exact)
+    got = Q.int8_matmul(a, w.T)                                    # B column-major already: no copy
+    assert seen[-1][:2] == ((64, 1), (1, 64)) and seen[-1][2] == w.data_ptr()
+    assert np.array_equal(got.numpy(), exact)
+    assert Q.column_major(w.T) is w.T or Q.column_major(w.T).data_ptr() == w.data_ptr()
+    assert Q.column_major(w.T.contiguous()).stride() == (1, 64)
+
+
+def test_lab09_check_refuses_the_triton_kernel_as_it_refuses_int8_matmul():
+    """The kernel's epilogue is the INT8 linear layer: a student's layer built on it computes the
+    right values, and the exercise's check refuses it."""
+    from gpudl.grading import lab09 as check
+
+    def built_on_the_kernel(q_x, s_x, q_w, s_w, bias):
+        y = G.int8_matmul_triton(torch.from_numpy(q_x).to(DEVICE), torch.from_numpy(q_w).to(DEVICE).T, scale_a=s_x,
+                                 scale_b=torch.from_numpy(np.asarray(s_w)),
+                                 bias=None if bias is None else torch.from_numpy(np.asarray(bias)))
+        return y.cpu().numpy()
+
+    g = np.random.default_rng(9)
+    q_x, s_x, q_w, s_w, bias = check._int8_case(g, 3, 16, 5, False, True)
+    want = _exact(torch.from_numpy(q_x), torch.from_numpy(q_w).T) * s_x * s_w[None, :] + bias[None, :]
+    assert_close(built_on_the_kernel(q_x, s_x, q_w, s_w, bias), want, dtype="fp32")
+    with pytest.raises(GradingError, match="int8_matmul_triton"):
+        check.int8_linear(built_on_the_kernel)
+
+
+def test_int8_linear_reference_on_the_device_equals_float64():
+    g = np.random.default_rng(4)
+    q_x, q_w = g.integers(-127, 128, (20, 48)).astype(np.int8), g.integers(-127, 128, (12, 48)).astype(np.int8)
+    s_x, s_w, bias = 0.02, g.uniform(0.001, 0.1, 12), g.standard_normal(12)
+    y = ref.int8_linear(q_x, s_x, q_w, s_w, bias)        # on a GPU: the Triton kernel with its epilogue
+    want = _exact(torch.from_numpy(q_x), torch.from_numpy(q_w).T) * s_x * s_w[None, :] + bias[None, :]
+    assert y.dtype == np.float32 and y.shape == (20, 12)
+    assert_close(y, want, dtype="fp32")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("m, k, n", [(512, 512, 512), (1000, 1536, 776), (2048, 2048, 2048)])
+def test_triton_int8_autotuned_on_the_gpu_equals_int_mm_and_exact(m, k, n):
+    g = torch.Generator().manual_seed(m + k + n)
+    a = torch.randint(-127, 128, (m, k), generator=g, dtype=torch.int8).cuda()
+    b = torch.randint(-127, 128, (k, n), generator=g, dtype=torch.int8).cuda()
+    got = G.int8_matmul_triton(a, Q.column_major(b))
+    assert torch.equal(got[:64, :64].cpu().long(), a[:64].cpu().long() @ b[:, :64].cpu().long())
+    if m > 16 and k % 8 == 0 and n % 8 == 0:
+        assert torch.equal(got, torch._int_mm(a, Q.column_major(b)))
+    assert G.best_int8_config(m, n, k) is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("cfg", [*G.INT8_CONFIGS, G.SMALL_CONFIG],
+                         ids=lambda c: f"{c.label} w{c.num_warps} s{c.num_stages}")
+def test_every_int8_configuration_is_exact_on_the_gpu(cfg):
+    if cfg.tma and torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA needs compute capability 9.0+")
+    g = torch.Generator().manual_seed(1)
+    m, k, n = 300, 640, 520                                         # not multiples of any tile
+    a = torch.randint(-127, 128, (m, k), generator=g, dtype=torch.int8).cuda()
+    b = Q.column_major(torch.randint(-127, 128, (k, n), generator=g, dtype=torch.int8).cuda())
+    try:
+        got = G.int8_matmul_triton(a, b, config=cfg)
+        y = G.int8_matmul_triton(a, b, scale_a=0.5, scale_b=torch.full((n,), 0.25), bias=torch.ones(n), config=cfg)
+    except Exception as exc:                                        # noqa: BLE001
+        if "resource" in type(exc).__name__.lower() or "shared memory" in str(exc):
+            pytest.skip(f"{cfg.label} does not fit this GPU: {exc}")
+        raise
+    exact = a.cpu().long() @ b.cpu().long()
+    assert torch.equal(got.cpu().long(), exact)
+    assert_close(y.cpu().numpy(), exact.double().numpy() * 0.125 + 1, dtype="fp32")
+
+
+# --- gpudl bench inference: the INT8 part ------------------------------------------------------------
+
+def test_bench_inference_int8_runs_on_this_device(tmp_path):
+    from gpudl import benchmarks
+    from gpudl.benchmarks import inference
+
+    record = tmp_path / "int8.json"
+    sizes = ["512"] if CUDA else ["64"]
+    table = benchmarks.run("inference", ["--quick", "--parts", "int8", "--gemm", *sizes, "--record", str(record)])
+    whats = [r["what"] for r in table.rows]
+    if CUDA:
+        assert whats == ["torch.matmul FP16 (cuBLAS)", "torch._int_mm, B row-major", "torch._int_mm, B column-major",
+                         "Triton INT8 (int8_matmul_triton)"]
+        kept = inference.recorded_int8(record)
+        (gpu, entry), = kept.items()
+        assert entry["command"].startswith("gpudl bench inference") and len(entry["rows"]) == 4
+        assert all(r["TOP/s"] > 0 and r["n"] == 512 for r in entry["rows"])
+    else:
+        assert whats == ["NumPy int8 -> int32", "NumPy float32 (BLAS)"]
+        notes = " ".join(table.notes)
+        assert "no GPU" in notes and "skipped" in notes and "equals exact integer arithmetic" in notes
+        assert "nothing recorded" in notes and not record.exists()
+
+
+def test_recorded_int8_reads_a_record_and_refuses_anything_else(tmp_path):
+    from gpudl.benchmarks import inference
+
+    assert inference.recorded_int8(tmp_path / "none.json") == {}
+    good = {"H100-SXM": {"device": "NVIDIA H100", "date": "2026-11-25", "command": "gpudl bench inference --record",
+                         "rows": [{"n": 2048, "what": "torch.matmul FP16 (cuBLAS)", "median ms": 0.03, "TOP/s": 572.0,
+                                   "speed-up": 1.0, "config": ""}]}}
+    (tmp_path / "good.json").write_text(__import__("json").dumps(good))
+    assert inference.recorded_int8(tmp_path / "good.json") == good
+    (tmp_path / "bad.json").write_text('{"H100": [1, 2]}')
+    with pytest.raises(ValueError, match="not a record"):
+        inference.recorded_int8(tmp_path / "bad.json")

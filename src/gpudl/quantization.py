@@ -21,6 +21,13 @@ whose sum of ``K`` products of two INT8 numbers (each up to 127 x 127 = 16129) n
 INT8 accumulation overflows after a few terms. Both scales factor out of the sum, so they are
 applied once, after the integer GEMM; a scale per *input* channel k would not factor out.
 
+The layout decides the speed (Unit 05's strides). INT8 tensor cores read both operands K-major:
+A's rows and B's *columns* contiguous along k. ``nn.Linear`` stores W (N, K) row-major, so
+``B = W.T`` is column-major as a view, the layout they need; ``W.T.contiguous()`` is row-major B,
+and cuBLASLt's INT8 kernels behind ``torch._int_mm`` then run several times slower than FP16 (the
+trap ``gpudl bench inference`` shows next to the column-major rows). ``int8_matmul`` hands
+``torch._int_mm`` a column-major B, copying B once when it is not.
+
 Public names, in reading order:
 
 ``QMAX``                       127
@@ -29,8 +36,12 @@ Public names, in reading order:
 ``torch_quantize``             to INT8 by torch's ``fake_quantize_per_tensor_affine`` /
                                ``fake_quantize_per_channel_affine`` on [-127, 127]
 ``dequantize``                 back to float32, per tensor or along a channel axis
+``column_major``               B (K, N) with its columns contiguous (K-major), copied only if need be
 ``int8_matmul``                (reference) INT8 x INT8 -> INT32 (``torch._int_mm`` where it runs,
-                               else NumPy in int32); ``exact_matmul`` in Python integers
+                               B handed to it column-major, else NumPy in int32); ``exact_matmul``
+                               in Python integers. The same GEMM in Triton, on INT8 tensor cores
+                               with the scales and bias in its epilogue, is
+                               ``gpudl.gemm.int8.int8_matmul_triton``
 ``channel_errors``             relative quantization error of each channel
 ``Int8MLP``, ``quantize_mlp``, ``accuracy``   a small model's Linear layers run in INT8
 
@@ -130,9 +141,16 @@ def dequantize(q: Any, scale: Any, axis: int | None = None) -> np.ndarray:
 # --- integer GEMM ----------------------------------------------------------------------------------
 
 
+def column_major(b: Any) -> Any:
+    """``b`` (K, N) with ``stride(0) == 1``: its columns contiguous, as INT8 tensor cores read B
+    (K-major). The same tensor when it already is (``W.T`` of a row-major weight W), else a copy."""
+    return b if b.stride(0) == 1 else b.t().contiguous().t()
+
+
 def _int_mm_torch(a: Any, b: Any) -> Any:
     """torch._int_mm where it runs (on CUDA: more than 16 rows, K and N multiples of 8), else
-    None."""
+    None. A is passed row-major and B column-major: both K-major, the layout cuBLASLt's INT8
+    kernels take (a row-major B runs several times slower than FP16)."""
     import torch
 
     if not hasattr(torch, "_int_mm"):
@@ -142,16 +160,16 @@ def _int_mm_torch(a: Any, b: Any) -> Any:
     if a.is_cuda and not (m > 16 and k % 8 == 0 and n % 8 == 0):
         return None
     try:
-        return torch._int_mm(a.contiguous(), b.contiguous())
+        return torch._int_mm(a.contiguous(), column_major(b))
     except RuntimeError:
         return None
 
 
 @reference
 def int8_matmul(a: Any, b: Any) -> Any:
-    """``a @ b`` for int8 matrices, summed in int32: ``torch._int_mm`` for tensors (where it runs;
-    exact float64 products otherwise, which are exact below 2^53), NumPy in int32 for arrays.
-    The result is int32, of the input's kind."""
+    """``a @ b`` for int8 matrices, summed in int32: ``torch._int_mm`` for tensors (where it runs,
+    with B column-major: ``column_major``; exact float64 products otherwise, which are exact below
+    2^53), NumPy in int32 for arrays. The result is int32, of the input's kind."""
     if hasattr(a, "detach"):
         import torch
 
@@ -226,7 +244,7 @@ class Int8MLP:
                                         _scale_of(torch_amax(xin, method=method, percentile=percentile)))
 
     def _linear(self, layer: _Int8Layer, h: Any) -> np.ndarray:
-        sums = _np(int8_matmul(torch_quantize(h, scale=layer.s_x), np.ascontiguousarray(layer.q_w.T)))   # int32
+        sums = _np(int8_matmul(torch_quantize(h, scale=layer.s_x), layer.q_w.T))      # int32; W.T: B column-major
         y = dequantize(sums, layer.s_x * layer.s_w, axis=1).astype(np.float64)
         return (y if layer.bias is None else y + layer.bias).astype(np.float32)
 
@@ -252,5 +270,5 @@ def accuracy(predict: Callable[[Any], Any], x: Any, labels: Any) -> float:
     return float(np.mean(np.argmax(logits, axis=1) == _np(labels)))
 
 
-__all__ = ["QMAX", "torch_amax", "torch_quantize", "dequantize", "int8_matmul", "exact_matmul", "channel_errors",
-           "Int8MLP", "quantize_mlp", "accuracy"]
+__all__ = ["QMAX", "torch_amax", "torch_quantize", "dequantize", "column_major", "int8_matmul", "exact_matmul",
+           "channel_errors", "Int8MLP", "quantize_mlp", "accuracy"]

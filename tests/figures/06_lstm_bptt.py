@@ -1,9 +1,14 @@
 """Figures quoted by course/06_lstm_bptt.ipynb."""
 import math
 
-from gpudl import hardware
+import numpy as np
+
+from gpudl import hardware, lstm
 
 from figures import Figure
+
+
+_PRINTED = lstm.lecture_printed()
 
 
 def _under(x, limit):
@@ -37,6 +42,17 @@ FIGURES = [
     Figure("gives the **f** row, -0.00631", -0.00631, lambda ns: ns["grads"]["b"][2], rtol=2e-3),
     Figure("the output gate's row is about -0.0536", -0.0536, lambda ns: ns["bias_grad_numeric"]["o"], rtol=2e-3),
     Figure("learning rate 0.1", 0.1, lambda ns: ns["ex"]["lr"]),
+    # lambda: not given by the slide, implied by its printed weights
+    Figure("$(W - W^{new}) / \\delta W$ is 0.1 for every weight", 0.1, lambda ns: ns["implied_lr"].min(), rtol=3e-3),
+    Figure("$(W - W^{new}) / \\delta W$ is 0.1 for every weight", 0.1, lambda ns: ns["implied_lr"].max(), rtol=3e-3),
+    Figure("$(W - W^{new}) / \\delta W$ is 0.1 for every weight", 0.1,
+           lambda ns: (0.40 - _PRINTED["new_W"][3][1]) / _PRINTED["dW"][3][1], rtol=1e-3),   # the largest gradient
+    # the delta-b index: the slide's arithmetic sums delta gates_0 and delta gates_1
+    Figure("adds $\\delta gates_0 + \\delta gates_1$", 1,
+           lambda ns: 1 if ns["lecture_db_sums_gates"] else math.nan),
+    Figure("adds $\\delta gates_0 + \\delta gates_1$", 1,
+           lambda ns: 1 if np.allclose(_PRINTED["db"], _PRINTED["delta_gates_0"] + _PRINTED["delta_gates_1"], atol=2e-5)
+           else math.nan),
     # 6. The forget gate's bias
     Figure("set the forget gate's bias to 0 (f around 0.5)", 0.5, lambda ns: _sigmoid(0)),
     Figure("or to 3 (f around 0.95)", 0.95, lambda ns: _sigmoid(3), rtol=0.01),

@@ -116,4 +116,12 @@ FIGURES = [
     Figure("an 8192^3 matmul", 8192, lambda ns: _bench_size()),
     Figure("(2^16 = 65536, halve", 65536, lambda ns: mp.INIT_SCALE),
     Figure("after 2000 clean steps)", 2000, lambda ns: mp.GROWTH_INTERVAL),
+    # TF32 against FP32 in the lecture's accuracy tables: the ImageNet rows and BERT's SQuAD v2 row
+    Figure("F1 76.68 in FP32 and 75.67 in TF32, 1.01 points", 76.68, lambda ns: ns["lecture_bert_squad2_f1"][0]),
+    Figure("F1 76.68 in FP32 and 75.67 in TF32, 1.01 points", 75.67, lambda ns: ns["lecture_bert_squad2_f1"][1]),
+    Figure("F1 76.68 in FP32 and 75.67 in TF32, 1.01 points", 1.01, lambda ns: -ns["bert_gap"], rtol=1e-3),
+    Figure("F1 76.68 in FP32 and 75.67 in TF32, 1.01 points", 1.01, lambda ns: 76.68 - 75.67, rtol=1e-3),
+    Figure("none of these ImageNet rows moves more than 0.15", 0.15, lambda ns: ns["largest_gap"], rtol=1e-3),
+    Figure("none of these ImageNet rows moves more than 0.15", 0.15,
+           lambda ns: max(abs(t - f) for f, t in ns["lecture_top1"].values()), rtol=1e-3),
 ]

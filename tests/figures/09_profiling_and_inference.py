@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from figures import Figure
 
-from gpudl import conv, profiling
+from gpudl import conv, hardware, profiling
 from gpudl_instructor.references.lab01 import batch_latency
 
 
@@ -15,7 +15,44 @@ def _per_iteration(what: str) -> int:
     return next(r["per_iteration"] for r in profiling.lecture_rows() if r["what"] == what)
 
 
+
+# the metrics of the lecture's ncu line (--metrics ...), in its order
+_LECTURE_NCU_METRICS = ("sm__cycles_elapsed.sum", "sm__cycles_active.sum",
+                        "dram__bytes_read.sum", "dram__bytes_write.sum")
+
+
 FIGURES = [
+    # the tools: the lecture's ncu line, its NVTX timeline and its DLProf tables (numbers as the deck prints them)
+    Figure("four counters per kernel", 4, lambda ns: len(_LECTURE_NCU_METRICS)),
+    Figure("keeps the two DRAM counters", 2, lambda ns: len(profiling.NCU_BYTES)),
+    Figure("keeps the two DRAM counters", 2,
+           lambda ns: len(set(profiling.NCU_BYTES) & set(_LECTURE_NCU_METRICS))),
+    Figure("Forward and backward cover 4.768 of batch 300's 4.981 ms", 4.768, lambda ns: 1.939 + 2.829, rtol=1e-4),
+    Figure("Forward and backward cover 4.768 of batch 300's 4.981 ms", 4.768,
+           lambda ns: sum(ns["nvtx_batches"][300][1:]), rtol=1e-4),
+    Figure("the other 0.213 ms (4%)", 0.213, lambda ns: ns["nvtx_outside_ms"][300], rtol=1e-3),
+    Figure("the other 0.213 ms (4%)", 4, lambda ns: 100 * 0.213 / 4.981, rtol=0.1),
+    Figure("and 0.328 ms (7%) of batch 301's", 0.328, lambda ns: ns["nvtx_outside_ms"][301], rtol=1e-3),
+    Figure("and 0.328 ms (7%) of batch 301's", 0.328, lambda ns: 4.645 - 1.845 - 2.472, rtol=1e-3),
+    Figure("and 0.328 ms (7%) of batch 301's", 7, lambda ns: 100 * 0.328 / 4.645, rtol=0.02),
+    Figure("The backward pass takes 1.46x and 1.34x the forward", 1.46, lambda ns: 2.829 / 1.939, rtol=3e-3),
+    Figure("The backward pass takes 1.46x and 1.34x the forward", 1.34, lambda ns: 2.472 / 1.845, rtol=3e-3),
+    Figure("Training is 87.5% of the epoch", 87.5, lambda ns: 100 * ns["train_share"], rtol=1e-3),
+    Figure("Training is 87.5% of the epoch", 87.5, lambda ns: 100 * 6.692 / 7.649, rtol=1e-3),
+    Figure("the remaining 0.957 s lie outside `Train`", 0.957, lambda ns: 7.649 - 6.692, rtol=1e-3),
+    Figure("`Train` held about 1,390 batches", 1390, lambda ns: ns["batches_in_train"], rtol=2e-3),
+    Figure("`Train` held about 1,390 batches", 1390, lambda ns: 6692 / ((4.981 + 4.645) / 2), rtol=2e-3),
+    Figure("97 of 111 nodes, 87.387%", 87.387, lambda ns: 100 * 97 / 111, rtol=1e-5),
+    Figure("97 of 111 nodes, 87.387%", 97, lambda ns: ns["dlprof_tc_nodes"]["tower_0/v"]),
+    Figure("83.784% of 37 nodes is 31", 31, lambda ns: ns["dlprof_tc_nodes"]["tower_0/v/cg"]),
+    Figure("83.784% of 37 nodes is 31", 83.784, lambda ns: 100 * 31 / 37, rtol=1e-5),
+    Figure("(`input_processing`, 6,179,353) takes 2.4x the time of the model", 2.4,
+           lambda ns: ns["dlprof_input_vs_model"], rtol=0.01),
+    Figure("(`input_processing`, 6,179,353) takes 2.4x the time of the model", 2.4, lambda ns: 6_179_353 / 2_585_470,
+           rtol=0.01),
+    Figure("takes 88% of the forward pass's time (2,097,182)", 88, lambda ns: 100 * ns["dlprof_first_conv_share"],
+           rtol=5e-3),
+    Figure("takes 88% of the forward pass's time (2,097,182)", 88, lambda ns: 100 * 1_850_516 / 2_097_182, rtol=5e-3),
     # the lecture's gpukernsum, recomputed from its printed totals and counts
     Figure("Batch norm alone takes 22% of the GPU's time", 22, lambda ns: _share("batch norm (inference)")),
     Figure("more than the GEMM's 15.9%", 15.9, lambda ns: _share("GEMM (CUTLASS, TF32 tensor cores)")),
@@ -30,6 +67,23 @@ FIGURES = [
     Figure("10 convolutions and 10 batch norms", 10, lambda ns: ns["convs"]),
     Figure("the seven 1x1 convolutions", 7, lambda ns: ns["counts"]["GEMM"]),
     Figure("the three 3x3", 3, lambda ns: ns["counts"]["implicit-GEMM convolution"]),
+    # "convolution is 80-90% of execution time" against the ResNet-50 profile
+    Figure("in `layer1` the ten convolutions take 30.7% of the kernel time", 30.7,
+           lambda ns: 100 * ns["layer1_conv_share"], rtol=2e-3),
+    Figure("in `layer1` the ten convolutions take 30.7% of the kernel time", 30.7,
+           lambda ns: 100 * (573_215 + 303_231) / (817_501 + 573_215 + 527_775 + 523_325 + 303_231 + 107_456),
+           rtol=2e-3),
+    Figure("(0.876 of 2.853 ms)", 0.876, lambda ns: ns["layer1_conv_ns"] / 1e6, rtol=1e-3),
+    Figure("(0.876 of 2.853 ms)", 2.853, lambda ns: ns["layer1_total"] / 1e6, rtol=1e-3),
+    Figure("the one convolution kernel among the top five takes 15.9%", 15.9,
+           lambda ns: _share("GEMM (CUTLASS, TF32 tensor cores)")),
+    Figure("outside the top five (26.8% of the time)", 26.8, lambda ns: 100 - 22 - 15.9 - 12.6 - 11.5 - 11.2,
+           rtol=1e-3),
+    Figure("outside the top five (26.8% of the time)", 26.8, lambda ns: 100 - ns["top5"], rtol=1e-3),
+    Figure("convolutions would take at most 42.7%", 42.7, lambda ns: ns["conv_share_at_most"], rtol=1e-3),
+    Figure("convolutions would take at most 42.7%", 42.7, lambda ns: 15.9 + 100 - 73.2, rtol=1e-3),
+    Figure("the convolution takes \"80-90% of execution", 80, None,
+           why="the cuDNN lecture's claim, quoted to be set against the profile's figures above"),
     Figure("more than 10x slower", 10, None,
            why="the lecture's statement of Nsight Compute's overhead ('can take over 10x longer to execute')"),
     # fusion
@@ -42,6 +96,8 @@ FIGURES = [
     Figure("about twenty times finer", 20, lambda ns: ns["steps"]["max"] / ns["steps"]["percentile"], rtol=0.05),
     Figure("$127^2 = 16129$", 16129, lambda ns: 127 ** 2),
     Figure("about 133,000 worst-case terms", 133_000, lambda ns: ns["products_to_overflow"], rtol=0.01),
+    Figure("INT8's peak is 2x FP16's on an H100", 2,
+           lambda ns: hardware.peak_flops("H100-SXM", "int8") / hardware.peak_flops("H100-SXM", "fp16")),
     Figure("multiplying row 7 of the first layer by 256", 256, lambda ns: ns["FACTOR"]),
     # tuning and batching
     Figure("from 0.26 ms for Winograd", 0.26, lambda ns: conv.LECTURE_GV100_3X3["WINOGRAD"][0]),

@@ -6,20 +6,35 @@ Three measurements of Unit 09, one table:
   through ``torch.compile``, timed with CUDA events; the measured speed-up of the fused kernel
   next to the roofline's prediction from the bytes each version moves (``--ncu``: Nsight
   Compute's DRAM bytes per kernel next to the model's, where ncu can read the counters);
-- INT8: ``torch._int_mm`` (INT8 inputs, INT32 sums) against an FP16 matmul of the same shape,
-  after checking the INT8 result equals exact integer arithmetic;
+- INT8: INT8 x INT8 -> INT32 GEMMs against cuBLAS FP16 (``torch.matmul``) at 2048^3, 4096^3
+  and 8192^3, side by side: ``torch._int_mm`` with B row-major (the layout trap: cuBLASLt's INT8
+  kernels read B K-major, i.e. column-major, and a row-major B runs far below it), the same
+  with B column-major (``quantization.int8_matmul``'s layout), and the Triton kernel
+  ``gemm.int8.int8_matmul_triton`` (autotuned); each INT8 result is checked equal to the others
+  and a corner to exact (int64) integer arithmetic. The four GEMMs are warmed together and timed
+  in turns, so no row gets the clock of an idle GPU. ``--record`` keeps the rows, with the device,
+  date and command, in ``course/data/int8_gemm.json`` (``RECORD_FILE``), which lecture 09 shows;
 - batching: a small ResNet's latency and throughput against batch size, and which batches meet
   the 30 FPS latency budget (33 ms).
 
 On a CPU (``--quick``) the sizes are small, the fused kernel runs in Triton's interpreter (its
-time is Python's) and the INT8 GEMM is NumPy's in int32.
+time is Python's) and the INT8 GEMM is NumPy's in int32; the GPU's INT8 rows are skipped (a note
+says so) and the Triton INT8 kernel is only checked for exactness, in the interpreter.
+``--parts`` runs some of the three (``--parts int8`` for the INT8 table alone).
 """
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
 from ..table import Table
+
+PARTS = ("fusion", "int8", "batching")
+# Where ``--record`` keeps the INT8 rows: the course's data folder, beside the lecture that shows
+# them (this module's source lies in src/gpudl/benchmarks/ of the course repository).
+RECORD_FILE = Path(__file__).resolve().parents[3] / "course" / "data" / "int8_gemm.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cols", type=int, default=None, help="columns (default: 8192 GPU, 1024 CPU)")
     parser.add_argument("--dtype", default=None, help="fp16 (GPU default) or fp32 (CPU default)")
     parser.add_argument("--ncu", action="store_true", help="also measure DRAM bytes per kernel with Nsight Compute")
-    parser.add_argument("--gemm", type=int, default=None, help="INT8 vs FP16 GEMM size (default: 8192 GPU, 256 CPU)")
+    parser.add_argument("--gemm", type=int, nargs="+", default=None,
+                        help="INT8 vs FP16 GEMM sizes n (n^3; default: 2048 4096 8192 GPU, 256 CPU)")
+    parser.add_argument("--record", nargs="?", const=str(RECORD_FILE), default=None, metavar="PATH",
+                        help=f"keep the GPU's INT8 rows with device, date and command in PATH (default {RECORD_FILE})")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="which measurements to run")
     parser.add_argument("--max-batch", type=int, default=None, help="largest batch of the sweep (default 512 GPU, 16 CPU)")
 
 
@@ -74,41 +93,159 @@ def _fusion_rows(args: argparse.Namespace, cuda: bool, table: Table) -> Any:
     return res
 
 
-def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
+def _int8_exact(a8: Any, b8: Any, got: Any, small: int = 64) -> None:
+    """``got`` (the product a8 @ b8 on the device) equals exact int64 arithmetic on a corner."""
+    import torch
+
+    exact = a8[:small].long() @ b8[:, :small].long()                  # on the CPU: exact
+    if not torch.equal(got[:small, :small].cpu().long(), exact):
+        raise AssertionError("an INT8 GEMM does not equal exact integer arithmetic")
+
+
+def _int8_cuda(n: int, budget_s: float, rounds: int, warm_s: float) -> list[dict[str, Any]]:
+    """The four GEMMs at n^3 on the GPU, checked, then warmed together and timed in ``rounds``
+    rounds (each in the opposite order to the one before); each row's median over the rounds,
+    and its speed-up as the median of its per-round ratios to FP16."""
+    import statistics
+    import time
+
+    import torch
+
+    from .. import hardware, quantization as q, timing
+    from ..gemm import int8 as int8_gemm
+
+    g = torch.Generator().manual_seed(n)
+    a8 = torch.randint(-127, 128, (n, n), generator=g, dtype=torch.int8)
+    b8 = torch.randint(-127, 128, (n, n), generator=g, dtype=torch.int8)
+    a = a8.cuda()                                          # (M, K) row-major: K-major
+    b_row = b8.cuda()                                      # (K, N) row-major: N-major, the trap
+    b_col = q.column_major(b_row)                          # (K, N) column-major: K-major
+    ah, bh = a.half(), b_row.half()
+    calls = {
+        "torch.matmul FP16 (cuBLAS)": lambda: torch.matmul(ah, bh),
+        "torch._int_mm, B row-major": lambda: torch._int_mm(a, b_row),
+        "torch._int_mm, B column-major": lambda: torch._int_mm(a, b_col),
+        "Triton INT8 (int8_matmul_triton)": lambda: int8_gemm.int8_matmul_triton(a, b_col),
+    }
+    got = {name: fn() for name, fn in list(calls.items())[1:]}      # the Triton kernel autotunes here
+    _int8_exact(a8, b8, got["torch._int_mm, B column-major"])
+    for name, c in got.items():
+        if not torch.equal(c, got["torch._int_mm, B column-major"]):
+            raise AssertionError(f"{name} differs from torch._int_mm: an INT8 GEMM is not exact")
+    del got
+    start = time.perf_counter()
+    while time.perf_counter() - start < warm_s:                     # to the clock of sustained work
+        for fn in calls.values():
+            fn()
+        torch.cuda.synchronize()
+    medians: dict[str, list[float]] = {name: [] for name in calls}
+    for r in range(rounds):
+        for name, fn in (calls.items() if r % 2 == 0 else reversed(calls.items())):
+            medians[name].append(timing.measure(fn, "cuda", what=f"{name} {n}^3", budget_s=budget_s).median)
+    spec = hardware.detect()
+    peaks = {"fp16": hardware.peak_flops(spec, "fp16"), "int8": hardware.peak_flops(spec, "int8")} if spec else {}
+    fp16 = medians["torch.matmul FP16 (cuBLAS)"]
+    cfg = int8_gemm.best_int8_config(n, n, n)
+    rows = []
+    for name, times in medians.items():
+        seconds = statistics.median(times)
+        rate = 2 * n ** 3 / seconds
+        peak = peaks.get("fp16" if "FP16" in name else "int8")
+        if peak:
+            timing.check_plausible(rate, peak, what=f"{name} {n}^3", unit="OP/s")
+        rows.append({"part": "int8", "case": f"{n}^3", "what": name, "median ms": seconds * 1e3,
+                     "rate": f"{rate / 1e12:,.4g} TOP/s" + (f" ({rate / peak:.0%} of peak)" if peak else ""),
+                     "speed-up": statistics.median(f / t for f, t in zip(fp16, times)),
+                     "config": (f"{cfg.label} w{cfg.num_warps} s{cfg.num_stages}" if cfg and "Triton" in name else "")})
+    return rows
+
+
+def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[dict[str, Any]]:
     import numpy as np
     import torch
 
     from .. import quantization as q, timing
 
-    n = args.gemm or (8192 if cuda else 256)
-    device = "cuda" if cuda else "cpu"
-    g = torch.Generator().manual_seed(0)
-    a8 = torch.randint(-127, 128, (n, n), generator=g, dtype=torch.int8)
-    b8 = torch.randint(-127, 128, (n, n), generator=g, dtype=torch.int8)
-    small = 64                                    # exactness on a corner, against int64 sums (no overflow)
-    corner = q.int8_matmul(a8[:small].to(device), b8[:, :small].contiguous().to(device))
-    exact = a8[:small].numpy().astype(np.int64) @ b8[:, :small].numpy().astype(np.int64)
-    if not np.array_equal(corner.cpu().numpy().astype(np.int64), exact):
-        raise AssertionError("the INT8 GEMM does not equal exact integer arithmetic")
-    budget = {"budget_s": 0.3 if args.quick else 1.0}
+    sizes = args.gemm or ([2048, 4096, 8192] if cuda else [256])
+    if any(n < 1 for n in sizes):
+        raise ValueError(f"--gemm sizes must be positive, got {sizes}")
+    if cuda and any(n <= 16 or n % 8 for n in sizes):
+        raise ValueError(f"--gemm sizes on a GPU must be multiples of 8 above 16 (torch._int_mm's conditions), "
+                         f"got {sizes}")
     if cuda:
-        a, b = a8.to(device), b8.to(device)
-        int8 = timing.measure(lambda: q.int8_matmul(a, b), device, what="int8", **budget)
-        ah, bh = a.half(), b.half()
-        fp16 = timing.measure(lambda: ah @ bh, device, what="fp16", **budget)
-        names = ("torch._int_mm INT8 -> INT32", "torch.matmul FP16")
-    else:
+        rows = []
+        for n in sizes:
+            rows += _int8_cuda(n, budget_s=0.3 if args.quick else 0.5, rounds=1 if args.quick else 3,
+                               warm_s=0.3 if args.quick else 1.0)
+        table.rows.extend(rows)
+        table.notes.append("int8: every INT8 product equals torch._int_mm's with B column-major, and a 64x64 corner "
+                           "equals exact (int64) arithmetic; speed-up is against torch.matmul FP16 (median of the "
+                           "rounds' ratios); B row-major is the layout trap (INT8 tensor cores read B K-major)")
+        return rows
+    from ..gemm import int8 as int8_gemm
+
+    g = torch.Generator().manual_seed(0)
+    for n in sizes:
+        a8 = torch.randint(-127, 128, (n, n), generator=g, dtype=torch.int8)
+        b8 = torch.randint(-127, 128, (n, n), generator=g, dtype=torch.int8)
         an, bn = a8.numpy(), b8.numpy()
-        int8 = timing.measure(lambda: q.int8_matmul(an, bn), device, what="int8", **budget)
+        _int8_exact(a8, b8, torch.from_numpy(q.int8_matmul(an, bn)))
+        budget = {"budget_s": 0.3 if args.quick else 1.0}
+        int8 = timing.measure(lambda: q.int8_matmul(an, bn), "cpu", what="int8", **budget)
         af, bf = an.astype(np.float32), bn.astype(np.float32)
-        fp16 = timing.measure(lambda: af @ bf, device, what="fp32", **budget)
-        names = ("NumPy int8 -> int32", "NumPy float32 (BLAS)")
-    flops = 2 * n ** 3
-    for name, m in zip(names, (int8, fp16)):
-        table.rows.append({"part": "int8", "case": f"{n}^3", "what": name, "median ms": m.median * 1e3,
-                           "rate": f"{flops / m.median / 1e12:,.4g} TOP/s", "speed-up": fp16.median / m.median})
-    table.notes.append(f"int8: a {small}x{n} by {n}x{small} corner equals exact (int64) integer arithmetic; speed-up is "
-                       f"against {names[1]}")
+        fp32 = timing.measure(lambda: af @ bf, "cpu", what="fp32", **budget)
+        for name, m in (("NumPy int8 -> int32", int8), ("NumPy float32 (BLAS)", fp32)):
+            table.rows.append({"part": "int8", "case": f"{n}^3", "what": name, "median ms": m.median * 1e3,
+                               "rate": f"{2 * n ** 3 / m.median / 1e12:,.4g} TOP/s",
+                               "speed-up": fp32.median / m.median})
+    small = torch.randint(-127, 128, (48, 80), generator=g, dtype=torch.int8), \
+        torch.randint(-127, 128, (80, 40), generator=g, dtype=torch.int8)
+    exact = torch.equal(int8_gemm.int8_matmul_triton(*small).long(), small[0].long() @ small[1].long())
+    if not exact:
+        raise AssertionError("the Triton INT8 kernel does not equal exact integer arithmetic in the interpreter")
+    table.notes.append("int8: no GPU, so the GPU rows (torch.matmul FP16, torch._int_mm with B row-major and "
+                       "column-major, the Triton INT8 kernel on tensor cores) are skipped; the Triton INT8 kernel "
+                       "ran in Triton's interpreter (48x80 by 80x40) and equals exact integer arithmetic; speed-up "
+                       "is against NumPy float32")
+    return []
+
+
+def record_int8(rows: list[dict[str, Any]], path: str | Path, command: str) -> dict[str, Any]:
+    """Add the GPU's INT8 rows to the record at ``path`` (JSON: one entry per GPU model, replaced
+    by a later run on the same model), with the device, the date and the command; return the
+    record."""
+    import datetime
+
+    import torch
+    import triton
+
+    from .. import hardware
+
+    spec = hardware.detect()
+    gpu = spec.name if spec is not None else torch.cuda.get_device_name()
+    path = Path(path)
+    record = recorded_int8(path)
+    record[gpu] = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
+                   "command": command, "torch": torch.__version__, "triton": triton.__version__,
+                   "rows": [{"n": int(r["case"].split("^")[0]), "what": r["what"], "median ms": r["median ms"],
+                             "TOP/s": 2 * int(r["case"].split("^")[0]) ** 3 / (r["median ms"] * 1e-3) / 1e12,
+                             "speed-up": r["speed-up"], "config": r["config"]} for r in rows]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return record
+
+
+def recorded_int8(path: str | Path | None = None) -> dict[str, Any]:
+    """The INT8 rows ``gpudl bench inference --record`` kept: {GPU: {device, date, command, torch,
+    triton, rows}}; empty when nothing was recorded."""
+    path = Path(path or RECORD_FILE)
+    if not path.is_file():
+        return {}
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(record, dict) or not all(isinstance(v, dict) and isinstance(v.get("rows"), list)
+                                               for v in record.values()):
+        raise ValueError(f"{path}: not a record of `gpudl bench inference --record`")
+    return record
 
 
 def _batching_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[Any]:
@@ -133,14 +270,14 @@ def _batching_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[A
     return points
 
 
-def _figures(res: Any, points: list[Any], cuda: bool) -> dict[str, Any]:
+def _figures(res: Any, points: list[Any] | None, cuda: bool) -> dict[str, Any]:
     from matplotlib.figure import Figure          # no pyplot: no backend, no global state
 
     from .. import fusion, hardware, roofline, tuning
 
     figs = {}
     spec = hardware.detect() if cuda else None
-    if spec is not None:
+    if spec is not None and res is not None:
         fig = Figure(figsize=(7, 4.5))
         ops, fused = fusion.chain_ops(res.rows, res.cols, res.dtype), fusion.fused_op(res.rows, res.cols, res.dtype)
         ax = roofline.roofline_plot(spec, res.dtype, ops + [fused], tensor_cores=False, intensity_range=(0.05, 100),
@@ -148,6 +285,8 @@ def _figures(res: Any, points: list[Any], cuda: bool) -> dict[str, Any]:
         ax.plot([fused.intensity], [fused.flops / res.fused_s], "k*", ms=10, label="fused, measured")
         ax.legend(loc="lower right", fontsize=8)
         figs["inference_roofline"] = fig
+    if not points:
+        return figs
     fig = Figure(figsize=(6.5, 4))
     ax1 = fig.add_subplot()
     b = [p.batch for p in points]
@@ -169,9 +308,19 @@ def run(args: argparse.Namespace) -> Table:
     import torch
 
     cuda = torch.cuda.is_available()
-    table = Table(f"Inference on {'the GPU' if cuda else 'the CPU'}: fusion, INT8, batching")
-    res = _fusion_rows(args, cuda, table)
-    _int8_rows(args, cuda, table)
-    points = _batching_rows(args, cuda, table)
+    parts = [p for p in PARTS if p in args.parts]
+    table = Table(f"Inference on {'the GPU' if cuda else 'the CPU'}: {', '.join(parts)}")
+    res = _fusion_rows(args, cuda, table) if "fusion" in parts else None
+    if "int8" in parts:
+        rows = _int8_rows(args, cuda, table)
+        if args.record and rows:
+            sizes = args.gemm or [2048, 4096, 8192]
+            command = ("gpudl bench inference" + (" --quick" if args.quick else "") + " --parts " + " ".join(parts)
+                       + " --gemm " + " ".join(map(str, sizes)) + " --record")
+            record_int8(rows, args.record, command)
+            table.notes.append(f"int8: rows recorded in {args.record}")
+        elif args.record:
+            table.notes.append("int8: nothing recorded: --record keeps the GPU's rows, and this run had none")
+    points = _batching_rows(args, cuda, table) if "batching" in parts else None
     table.figures = _figures(res, points, cuda)
     return table

@@ -29,6 +29,10 @@ The package, one module per idea, in reading order:
                         Hopper), autotuned on a GPU, run by the interpreter on a CPU;
                         ``triton_vs_torch``, ``triton_block_sweep``: their TFLOP/s next to
                         torch.matmul, on a GPU
+``gemm.int8``           ``int8_matmul_kernel``, ``int8_matmul_kernel_tma``, ``Int8Config``,
+                        ``INT8_CONFIGS``, ``INT8_INTERPRETER_CONFIG``, ``int8_matmul_triton``,
+                        ``best_int8_config``: INT8 x INT8 -> INT32 on tensor cores, B read
+                        K-major (column-major), the quantized layer's scales in the epilogue
 
 Every public name is re-exported here (``from gpudl import gemm; gemm.simulate_traffic(...)``).
 ``gpudl bench gemm`` is ``gpudl.benchmarks.gemm``.
@@ -43,9 +47,12 @@ from .triton_kernel import (INTERPRETER_CONFIG, TRITON_CONFIGS, TritonConfig, be
                             matmul_kernel_persistent, matmul_kernel_tma, matmul_triton, triton_block_sweep,
                             triton_vs_torch)
 from .triton_kernel import _autotuned  # noqa: F401 - lab03's guard blocks the autotuned kernel too
+from .int8 import (INT8_CONFIGS, INT8_INTERPRETER_CONFIG, Int8Config, best_int8_config, int8_matmul_kernel,
+                   int8_matmul_kernel_tma, int8_matmul_triton)
 
 __all__ = ["LOOP_ORDERS", "gemm_outer", "naive_traffic", "Trace", "loop_trace", "blocked_trace",
            "CacheStats", "simulate_traffic", "lru_capacity_for_block", "traffic_table", "cpu_cache_bytes",
            "gemm_batched_loop", "gemm_batched", "matmul_kernel_persistent", "matmul_kernel_tma",
            "TritonConfig", "TRITON_CONFIGS", "INTERPRETER_CONFIG", "matmul_triton", "best_triton_config",
-           "triton_vs_torch", "triton_block_sweep"]
+           "triton_vs_torch", "triton_block_sweep", "int8_matmul_kernel", "int8_matmul_kernel_tma", "Int8Config",
+           "INT8_CONFIGS", "INT8_INTERPRETER_CONFIG", "int8_matmul_triton", "best_int8_config"]

@@ -180,12 +180,39 @@ def quantize_per_channel(x: Any, axis: int = 0, method: str = "max",
 def int8_linear(q_x: Any, s_x: float, q_w: Any, s_w: Any, bias: Any = None) -> np.ndarray:
     """A linear layer ``x W^T + b`` computed in INT8: ``q_x`` (M, K) int8 with one scale ``s_x``,
     ``q_w`` (N, K) int8 with a scale per output channel ``s_w`` (N,) (or one); the INT32 sums
-    are dequantized by ``s_x * s_w[n]`` and the float bias added. Returns float32 (M, N)."""
-    acc = _np(int8_matmul(_np(q_x), np.ascontiguousarray(_np(q_w).T)))           # (M, N) int32
+    are dequantized by ``s_x * s_w[n]`` and the float bias added. Returns float32 (M, N).
+
+    On a GPU the layer is one launch of the course's Triton INT8 GEMM: INT32 sums on the INT8
+    tensor cores, with ``q_w.T`` (column-major: K-major, as they read it), the scales and the bias
+    applied in its epilogue in FP32."""
+    if _compiled_gpu():
+        return _int8_linear_gpu(q_x, s_x, q_w, s_w, bias)
+    acc = _np(int8_matmul(_np(q_x), _np(q_w).T))                                  # (M, N) int32
     y = acc.astype(np.float64) * float(s_x) * np.asarray(s_w, dtype=np.float64).reshape(1, -1)
     if bias is not None:
         y = y + _np(bias).astype(np.float64).reshape(1, -1)
     return y.astype(np.float32)
+
+
+def _compiled_gpu() -> bool:
+    import torch
+
+    from gpudl._launch import interpreting
+
+    return torch.cuda.is_available() and not interpreting()
+
+
+def _int8_linear_gpu(q_x: Any, s_x: float, q_w: Any, s_w: Any, bias: Any) -> np.ndarray:
+    import torch
+
+    from gpudl.gemm.int8 import int8_matmul_triton
+
+    x = torch.as_tensor(np.ascontiguousarray(_np(q_x))).cuda()                   # (M, K) int8
+    w = torch.as_tensor(np.ascontiguousarray(_np(q_w))).cuda()                   # (N, K) int8, row-major
+    scales = np.asarray(s_w, dtype=np.float64).reshape(-1)
+    y = int8_matmul_triton(x, w.T, scale_a=float(s_x), scale_b=torch.as_tensor(scales, dtype=torch.float32),
+                           bias=None if bias is None else torch.as_tensor(_np(bias).astype(np.float32).reshape(-1)))
+    return y.cpu().numpy()
 
 
 # --- 10. the tuner ---------------------------------------------------------------------------------
