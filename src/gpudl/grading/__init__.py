@@ -13,7 +13,9 @@ compares the student's function with the package's reference on cases, through
 
 ``tolerance``      (rtol, atol) by dtype and reduction length, from machine epsilon
 ``assert_close``   one comparison for scalars and arrays; its messages teach (shapes, NaNs,
-                   worst index, first mismatches, "off by a factor of 2")
+                   worst index, first mismatches, "off by a factor of 2", and the known mistake
+                   whose output it matches: ``mistakes=``)
+``likely_mistake`` which of a check's known mistakes gives the student's wrong output
 ``GradingError``   what a failed check raises (an AssertionError)
 ``rng``            a NumPy Generator for hidden cases, seeded from the instructor's secret
                    (``GPUDL_GRADING_SEED``, set per student by ``gpudl grade``)
@@ -86,7 +88,7 @@ def tolerance(dtype: Any = "fp64", k: int = 1) -> tuple[float, float]:
 # --- comparison ---------------------------------------------------------------------------
 
 # Ratios actual / expected that point at a common mistake.
-_RATIO_HINTS = {
+_RATIO_HINTS: dict[float, str] = {
     2.0: "a factor of 2: an FMA is 2 FLOPs, or something counted twice?",
     0.5: "a factor of 1/2: a missing factor 2 (an FMA counts 2 FLOPs)?",
     1e3: "a factor of 1e3: a unit prefix (ms vs s, MHz vs GHz, GFLOP/s vs TFLOP/s)?",
@@ -105,6 +107,10 @@ _RATIO_HINTS = {
     0.01: "a factor of 1/100: a fraction instead of a percentage?",
     -1.0: "the sign is flipped",
 }
+
+
+# ``hints`` that silence every guess (a ratio's hint of '' is no hint): for a message that names a known mistake.
+_NO_GUESS = dict.fromkeys(_RATIO_HINTS, "")
 
 
 def ratio_hint(actual: float, expected: float, extra: Mapping[float, str] | None = None) -> str:
@@ -155,7 +161,8 @@ def _as_array(x: Any, what: str) -> np.ndarray:
 
 def assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
                  rtol: float | None = None, atol: float | None = None, name: str = "result",
-                 check_dtype: bool = False, hints: Mapping[float, str] | None = None) -> None:
+                 check_dtype: bool = False, hints: Mapping[float, str] | None = None,
+                 mistakes: Mapping[str, Any] | None = None) -> None:
     """Assert that ``actual`` matches ``expected`` to the tolerance of ``dtype`` and ``k``.
 
     Passes silently; on failure raises ``GradingError`` with a message that names the
@@ -164,7 +171,32 @@ def assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
     ``dtype`` defaults to the expected value's (fp64 for Python numbers).
     Elementwise test: ``|a - e| <= atol * scale + rtol * |e|`` with ``scale`` the
     root-mean-square of ``expected`` (1 when it is all zeros).
+
+    ``mistakes`` maps the text of a known mistake ("did you swap i and f?") to the output that
+    mistake gives on this case (or a function of no arguments computing it); when ``actual``
+    fails and matches one of them to the same tolerance, the message names it (``likely_mistake``).
     """
+    __tracebackhide__ = True
+    if not mistakes:
+        return _assert_close(actual, expected, dtype=dtype, k=k, rtol=rtol, atol=atol, name=name,
+                             check_dtype=check_dtype, hints=hints)
+    tol = {"dtype": dtype, "k": k, "rtol": rtol, "atol": atol, "name": name}
+    try:
+        _assert_close(actual, expected, check_dtype=check_dtype, hints=hints, **tol)
+    except GradingError as exc:
+        text = likely_mistake(actual, mistakes, _assert_close, **tol)
+        if not text:
+            raise
+        try:                     # the numbers again, without a ratio's guess: the named mistake replaces it
+            _assert_close(actual, expected, check_dtype=check_dtype, hints=_NO_GUESS, **tol)
+        except GradingError as plain:
+            exc = plain
+        raise GradingError(named_mistake(str(exc), text)) from None
+
+
+def _assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
+                  rtol: float | None = None, atol: float | None = None, name: str = "result",
+                  check_dtype: bool = False, hints: Mapping[float, str] | None = None) -> None:
     __tracebackhide__ = True
     exp = _as_array(expected, "the reference result")
     act = _as_array(actual, f"your {name}")
@@ -234,6 +266,44 @@ def assert_close(actual: Any, expected: Any, *, dtype: Any = None, k: int = 1,
     if e.ndim == 2 and e.shape[0] == e.shape[1] and np.allclose(a, e.T, rtol=rtol, atol=atol * scale):
         lines.append("your result is the transpose of the expected one")
     raise GradingError("\n".join(lines))
+
+
+# --- known mistakes ----------------------------------------------------------------------
+
+def likely_mistake(actual: Any, mistakes: Mapping[str, Any], compare: Callable[..., None] | None = None,
+                   **compare_kwargs: Any) -> str:
+    """The first known mistake whose output ``actual`` matches, or ''.
+
+    ``mistakes`` maps the text of a mistake to the output it gives on the case being checked,
+    or to a function of no arguments that computes it (called only when needed). The outputs
+    come from what the check already knows (the printed or stored expected values rearranged,
+    an oracle called with the mistaken arguments), never from an answer. ``actual`` matches
+    when ``compare(actual, wrong, **compare_kwargs)`` (``assert_close`` by default) passes: the
+    same test, to the same tolerance, that judged it against the right output. A mistake
+    whose output cannot be computed or compared on this case is skipped.
+    """
+    compare = compare or _assert_close
+    for text, wrong in mistakes.items():
+        try:
+            with np.errstate(all="ignore"):
+                value = wrong() if callable(wrong) else wrong
+            compare(actual, value, **compare_kwargs)
+        except Exception:  # noqa: BLE001 - a mistake that does not apply to this case is not the one
+            continue
+        return text
+    return ""
+
+
+def named_mistake(message: str, text: str) -> str:
+    """``message`` with the line that names the known mistake ``text``."""
+    return f"{message}\nthat is what a known mistake gives on this case: {text}"
+
+
+def with_likely_mistake(message: str, actual: Any, mistakes: Mapping[str, Any] | None,
+                        compare: Callable[..., None] | None = None, **compare_kwargs: Any) -> str:
+    """``message`` with a line naming the known mistake ``actual`` matches (``likely_mistake``), if any."""
+    text = likely_mistake(actual, mistakes or {}, compare, **compare_kwargs)
+    return named_mistake(message, text) if text else message
 
 
 def assert_equal(actual: Any, expected: Any, *, name: str = "answer", hint: str = "") -> None:
@@ -436,9 +506,14 @@ def _short(x: Any) -> str:
 
 def check_cases(student: Callable, reference_fn: Callable, cases: Iterable[Case], *,
                 forbid: Sequence[Callable | str] = (), compare: Callable[..., None] | None = None,
-                label: str | None = None, **compare_kwargs: Any) -> None:
+                label: str | None = None, mistakes: Callable[..., Mapping[str, Any]] | None = None,
+                **compare_kwargs: Any) -> None:
     """For each case: the reference's answer (outside the guard), the student's (inside it),
-    and ``compare(actual, expected, **compare_kwargs)`` (``assert_close`` by default)."""
+    and ``compare(actual, expected, **compare_kwargs)`` (``assert_close`` by default).
+
+    ``mistakes(*case.args, **case.kwargs)``, when given, is consulted on a failure: the known
+    mistakes of the exercise on this case (``likely_mistake``), the one the student's output
+    matches named in the message."""
     __tracebackhide__ = True
     compare = compare or assert_close
     name = getattr(student, "__name__", "your function")
@@ -451,7 +526,23 @@ def check_cases(student: Callable, reference_fn: Callable, cases: Iterable[Case]
         try:
             compare(actual, expected, **compare_kwargs)
         except GradingError as exc:
-            raise GradingError(f"{where}:\n{exc}") from None
+            text = likely_mistake(actual, _mistakes_of(mistakes, case), compare, **compare_kwargs) if mistakes else ""
+            if text and compare in (assert_close, _assert_close):
+                try:             # the numbers again, without a ratio's guess: the named mistake replaces it
+                    compare(actual, expected, **{**compare_kwargs, "hints": _NO_GUESS})
+                except GradingError as plain:
+                    exc = plain
+            message = f"{where}:\n{exc}"
+            raise GradingError(named_mistake(message, text) if text else message) from None
+
+
+def _mistakes_of(mistakes: Callable[..., Mapping[str, Any]], case: Case) -> Mapping[str, Any]:
+    """``mistakes(*case.args, **case.kwargs)``, or none when they cannot be made for this case."""
+    try:
+        with np.errstate(all="ignore"):
+            return dict(mistakes(*case.args, **case.kwargs))
+    except Exception:  # noqa: BLE001 - no known mistake applies to this case
+        return {}
 
 
 from .boundary import (AxesSnapshot, Raised, StudentFunction, call_student, draw, exercise, question,  # noqa: E402

@@ -60,8 +60,21 @@ def _compare_peak_from_spec(fn: Callable, cases: Sequence[Case], ref: Any) -> No
     __tracebackhide__ = True
     hints = {1830 / 1980: "the ratio of Hopper's two clocks: tensor-core peaks use spec.clock_hz(tensor=True, dtype=...)",
              1980 / 1830: "the ratio of Hopper's two clocks: CUDA-core peaks use the boost clock"}
+
+    def mistakes(spec: hardware.GPUSpec, dtype: str, tensor_cores: bool = True) -> dict[str, Any]:
+        """The known mistakes on this case, each the expected peak of the spec for other arguments."""
+        if not tensor_cores:
+            return {"did you use the tensor-core rate although tensor_cores=False?":
+                    lambda: ref.peak_from_spec(spec, dtype, tensor_cores=True)}
+        table = {"did you always use the CUDA-core rate? With tensor_cores=True use the tensor-core rate where the "
+                 "GPU has one for the dtype": lambda: ref.peak_from_spec(spec, dtype, tensor_cores=False)}
+        if dtype == "fp32":
+            table['did you run "fp32" on the tensor cores at TF32\'s rate? FP32 never runs there: their mode for '
+                  'FP32 data is "tf32", a separate entry'] = lambda: ref.peak_from_spec(spec, "tf32", tensor_cores=True)
+        return table
+
     check_cases(fn, ref.peak_from_spec, cases, forbid=[hardware.peak_flops], label="peak FLOP/s of a GPUSpec",
-                rtol=1e-9, atol=0.0, hints=hints)
+                rtol=1e-9, atol=0.0, hints=hints, mistakes=mistakes)
 
 
 def _spec_case(spec: hardware.GPUSpec, dtype: str, tensor_cores: bool, label: str = "") -> Case:

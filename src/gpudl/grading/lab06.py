@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import lstm
 from . import (Case, GradingError, assert_close, call_student, check_cases, choice_letters, exercise,
-               numerical_gradient, question, run_student, student_side, tolerance)
+               numerical_gradient, question, run_student, student_side, tolerance, with_likely_mistake)
 from .expected import Replay, expected, same
 
 LAB = "lab06"
@@ -63,8 +63,20 @@ _GRAD_HINTS = {
 
 # --- helpers -----------------------------------------------------------------------------
 
-def _lecture_close(actual: Any, printed: Any, name: str, where: str) -> None:
-    """Within LECTURE_TOL of the slides' printed numbers, with a message that shows both."""
+def _lecture_close(actual: Any, printed: Any, name: str, where: str,
+                   mistakes: Mapping[str, Any] | None = None) -> None:
+    """Within LECTURE_TOL of the slides' printed numbers, with a message that shows both; when the
+    numbers are those a known mistake gives (``mistakes``: its text -> what it gives, computed from
+    the printed numbers), the message names it."""
+    __tracebackhide__ = True
+    try:
+        _within_lecture_tol(actual, printed, name, where)
+    except GradingError as exc:
+        raise GradingError(with_likely_mistake(str(exc), actual, mistakes, _within_lecture_tol, name=name,
+                                               where=where)) from None
+
+
+def _within_lecture_tol(actual: Any, printed: Any, name: str, where: str) -> None:
     __tracebackhide__ = True
     exp = np.asarray(printed, dtype=float)
     try:
@@ -92,8 +104,67 @@ def _unpack(result: Any, n: int, names: Sequence[str], where: str) -> tuple:
     return tuple(result)
 
 
+def _sigmoid(z: Any) -> Any:
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, dtype=float)))
+
+
+_BLOCKS = {"a": "the first block of z", "i": "the second", "f": "the third", "o": "the fourth"}
+_SIGMOID_ON_A = "did you put the sigmoid on a? a = tanh(z_a), in -1..1; only i, f and o are sigmoids"
+_GATE_SWAPS = (("i", "f"), ("i", "o"), ("f", "o"))
+
+
+def _swap_text(one: str, other: str) -> str:
+    return (f"did you swap the gates {one} and {other}? z's blocks are (a, i, f, o): {one} is the sigmoid of "
+            f"{_BLOCKS[one]}, {other} of {_BLOCKS[other]}")
+
+
+def _a_with_sigmoid(a: Any) -> Any:
+    """What a becomes when the sigmoid is put on z_a = arctanh(a) instead of tanh."""
+    return _sigmoid(np.arctanh(np.asarray(a, dtype=float)))
+
+
+def _gate_mistakes(gates: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """For each gate of ``gates`` (the expected a, i, f, o after their nonlinearities): the known
+    mistakes and the value they give that gate (two sigmoid gates read from each other's block of z,
+    the sigmoid put on a)."""
+    table: dict[str, dict[str, Any]] = {key: {} for key in "aifo"}
+    for one, other in _GATE_SWAPS:
+        table[one][_swap_text(one, other)] = gates[other]
+        table[other][_swap_text(one, other)] = gates[one]
+    table["a"][_SIGMOID_ON_A] = lambda: _a_with_sigmoid(gates["a"])
+    return table
+
+
+def _gate_vector_mistakes(printed: Sequence[float]) -> dict[str, Any]:
+    """The known mistakes of the gate vector (a, i, f, o) the lecture prints, and the vectors they give."""
+    gates = dict(zip("aifo", (float(v) for v in printed)))
+    table: dict[str, Any] = {}
+    for one, other in _GATE_SWAPS:
+        swapped = dict(gates, **{one: gates[other], other: gates[one]})
+        table[_swap_text(one, other)] = [swapped[key] for key in "aifo"]
+    table[_SIGMOID_ON_A] = lambda: [float(_a_with_sigmoid(gates["a"])), gates["i"], gates["f"], gates["o"]]
+    return table
+
+
+_RETURNS_C_H = "did you return (c, h, cache)? lstm_cell_forward returns h first: h, c, cache"
+_TANH_OF_PRODUCT = "did you compute tanh(o * c)? The output is o * tanh(c): the tanh of the state, times o"
+_NO_TANH = "did you leave out the tanh? The output is o * tanh(c), not o * c"
+
+
+def _state_mistakes(h: Any) -> dict[str, Any]:
+    """The known mistakes of the returned c, given the expected h."""
+    return {_RETURNS_C_H: h}
+
+
+def _output_mistakes(c: Any, o: Any) -> dict[str, Any]:
+    """The known mistakes of the returned h, given the expected c and o."""
+    return {_RETURNS_C_H: c, _TANH_OF_PRODUCT: lambda: np.tanh(np.asarray(o) * np.asarray(c)),
+            _NO_TANH: lambda: np.asarray(o) * np.asarray(c)}
+
+
 def _check_cache(cache: Any, ref: Mapping[str, Any], where: str, k: int = 1) -> None:
     __tracebackhide__ = True
+    mistakes = _gate_mistakes(ref)
     if not isinstance(cache, Mapping):
         raise GradingError(f"{where}: the cache must be a dict with the keys {', '.join(CACHE_KEYS)}, "
                            f"got a {type(cache).__name__}")
@@ -103,7 +174,7 @@ def _check_cache(cache: Any, ref: Mapping[str, Any], where: str, k: int = 1) -> 
                            f"{', '.join(CACHE_KEYS)}")
     for key in CACHE_KEYS:
         try:
-            _close(cache[key], ref[key], f"cache[{key!r}]", k=k)
+            _close(cache[key], ref[key], f"cache[{key!r}]", k=k, mistakes=mistakes.get(key))
         except GradingError as exc:
             gate = {"a": "a = tanh(z_a), the first block of z", "i": "i = sigmoid(z_i), the second block",
                     "f": "f = sigmoid(z_f), the third block", "o": "o = sigmoid(z_o), the fourth block"}.get(key, "")
@@ -111,7 +182,8 @@ def _check_cache(cache: Any, ref: Mapping[str, Any], where: str, k: int = 1) -> 
 
 
 def _close(actual: Any, expected: Any, name: str, *, k: int = 1, rtol: float | None = None,
-           atol: float | None = None, floor: float = ABS_FLOOR, hints: Mapping[float, str] | None = None) -> None:
+           atol: float | None = None, floor: float = ABS_FLOOR, hints: Mapping[float, str] | None = None,
+           mistakes: Mapping[str, Any] | None = None) -> None:
     """``assert_close`` in float64 with an absolute floor: a value near zero (a cancellation, a
     gradient that is small in a tiny case) is judged against ``floor``, not only against itself."""
     __tracebackhide__ = True
@@ -122,15 +194,17 @@ def _close(actual: Any, expected: Any, name: str, *, k: int = 1, rtol: float | N
     finite = e[np.isfinite(e)]
     scale = float(np.sqrt(np.mean(finite ** 2))) if finite.size else 1.0
     scale = scale if scale > 0 else 1.0
-    assert_close(actual, e, name=name, rtol=rtol, atol=max(atol, floor / scale), hints=hints)
+    assert_close(actual, e, name=name, rtol=rtol, atol=max(atol, floor / scale), hints=hints, mistakes=mistakes)
 
 
 def _compare_grads(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str], where: str,
-                   **tol: Any) -> None:
+                   mistakes: Mapping[str, Mapping[str, Any]] | None = None, **tol: Any) -> None:
+    """Each of ``actual`` against ``expected``; ``mistakes[name]`` the known mistakes of one of them
+    (their text -> the value they give)."""
     __tracebackhide__ = True
     for name, a, e in zip(names, actual, expected):
         try:
-            _close(a, e, name, **tol)
+            _close(a, e, name, mistakes=(mistakes or {}).get(name), **tol)
         except GradingError as exc:
             hint = _GRAD_HINTS.get(name, "")
             raise GradingError(f"{where}:\n{exc}" + (f"\nhint: {hint}" if hint else "")) from None
@@ -329,6 +403,9 @@ def _with_replays(fn: Callable, replays: Mapping[str, Mapping[str, Any]], *args:
         return fn(*args)
 
 
+_GIVEN_PARAMS = ("pass params['W'], params['U'], params['b'], the parameters train_step was given: the loss is the "
+                 "one BEFORE the step, so one forward pass is all it takes")
+
 _STEP_HINTS = {
     "lstm_cell_forward": {
         "x_t": "pass x[t], the input of step t",
@@ -343,8 +420,7 @@ _STEP_HINTS = {
         "cache": "pass caches[t], walking t = T-1, ..., 0"},
     "lstm_forward": {
         "x": "pass x as given", "h0": "start from h0 = zeros (N, H)", "c0": "start from c0 = zeros (N, H)",
-        "W": "pass params['W'], params['U'], params['b']", "U": "pass params['W'], params['U'], params['b']",
-        "b": "pass params['W'], params['U'], params['b']"},
+        "W": _GIVEN_PARAMS, "U": _GIVEN_PARAMS, "b": _GIVEN_PARAMS},
     "lstm_backward": {
         "dout": "the gradient reaching each h_t is dout[t] = dy_hat[t] @ Why, with dy_hat = (y_hat - y) / N (the "
                 "square's 2 cancels the loss's 1/2; the 1/N stays)",
@@ -394,11 +470,12 @@ def lstm_cell_forward(fn: Callable) -> None:
         h, c, cache = _unpack(call_student(fn, x_t.copy(), h_prev.copy(), c_prev.copy(), W.copy(), U.copy(), b.copy(),
                                            forbid=_FORWARD_FORBID, label="one LSTM step", what="lstm_cell_forward"),
                               3, ("h", "c", "cache"), where)
+        gates = p[f"gates_{t}"]
         if isinstance(cache, Mapping) and all(k in cache for k in "aifo"):
-            _lecture_close([np.asarray(cache[k]).ravel()[0] for k in "aifo"], p[f"gates_{t}"],
-                           "gates (a, i, f, o) in the cache", where)
-        _lecture_close(c, state, f"c (the lecture's state_{t})", where)
-        _lecture_close(h, out, f"h (the lecture's out_{t})", where)
+            _lecture_close([np.asarray(cache[k]).ravel()[0] for k in "aifo"], gates,
+                           "gates (a, i, f, o) in the cache", where, mistakes=_gate_vector_mistakes(gates))
+        _lecture_close(c, state, f"c (the lecture's state_{t})", where, mistakes=_state_mistakes(out))
+        _lecture_close(h, out, f"h (the lecture's out_{t})", where, mistakes=_output_mistakes(state, gates[3]))
     _compare_cell_forward(fn, [_random_lstm(np.random.default_rng(6), 1, 3, 4, 2)], expected(LAB))
 
 
@@ -414,10 +491,13 @@ def _compare_cell_forward(fn: Callable, cases: Sequence[tuple], ref: Any) -> Non
                               3, ("h", "c", "cache"), where)
         k = x.shape[2] + h0.shape[1] + 1          # the length of the sums behind each gate
         _check_cache(cache, rcache, where, k=k)
-        _compare_grads((c, h), (rc, rh), ("c", "h"), where, k=k)
+        _compare_grads((c, h), (rc, rh), ("c", "h"), where, k=k,
+                       mistakes={"c": _state_mistakes(rh), "h": _output_mistakes(rc, rcache["o"])})
 
 
 # --- 2. the sequence forward -----------------------------------------------------------------
+
+_FINAL_SWAPPED = "did you return (c_T, h_T)? The final states come as (h_T, c_T), like torch.nn.LSTM's (h_n, c_n)"
 
 @exercise
 def lstm_forward(fn: Callable) -> None:
@@ -434,8 +514,8 @@ def lstm_forward(fn: Callable) -> None:
     out, final, _ = _unpack(res, 3, ("out", "(h_T, c_T)", "caches"), where)
     _lecture_close(out, [p["out_0"], p["out_1"]], "out (the lecture's out_0, out_1)", where)
     h_T, c_T = _unpack(final, 2, ("h_T", "c_T"), f"{where}: the final states")
-    _lecture_close(c_T, p["state_1"], "c_T (the lecture's state_1)", where)
-    _lecture_close(h_T, p["out_1"], "h_T (the lecture's out_1)", where)
+    _lecture_close(c_T, p["state_1"], "c_T (the lecture's state_1)", where, mistakes={_FINAL_SWAPPED: p["out_1"]})
+    _lecture_close(h_T, p["out_1"], "h_T (the lecture's out_1)", where, mistakes={_FINAL_SWAPPED: p["state_1"]})
     _compare_forward(fn, [_random_lstm(np.random.default_rng(61), 4, 3, 2, 3)], ref)
 
 
@@ -454,7 +534,8 @@ def _compare_forward(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
         out, final, caches = _unpack(res, 3, ("out", "(h_T, c_T)", "caches"), where)
         h_T, c_T = _unpack(final, 2, ("h_T", "c_T"), f"{where}: the final states")
         k = T * (D + H + 1)                         # rounding differences grow along the sequence
-        _compare_grads((out, h_T, c_T), (r_out, r_h, r_c), ("out", "h_T", "c_T"), where, k=k)
+        _compare_grads((out, h_T, c_T), (r_out, r_h, r_c), ("out", "h_T", "c_T"), where, k=k,
+                       mistakes={"h_T": {_FINAL_SWAPPED: r_c}, "c_T": {_FINAL_SWAPPED: r_h}})
         if not isinstance(caches, (list, tuple)) or len(caches) != T:
             raise GradingError(f"{where}: caches must be a list of the T = {T} caches of lstm_cell_forward, "
                                f"got {type(caches).__name__}" + (f" of length {len(caches)}" if hasattr(caches, "__len__") else ""))
@@ -482,6 +563,9 @@ def _compare_flops(fn: Callable, cases: Sequence[Case], ref: Any) -> None:
 
 
 # --- 4. one step backward --------------------------------------------------------------------
+
+_DC_PREV_WITHOUT_F = ("did you return delta state itself as dc_prev? The cell state goes back through the forget "
+                      "gate: dc_prev = delta_state * f")
 
 _BACKWARD_FORBID = [*AUTOGRAD, *TORCH_TOOLS]
 
@@ -511,8 +595,9 @@ def lstm_cell_backward(fn: Callable) -> None:
                            forbid=_BACKWARD_FORBID, label="one LSTM step backward", what="lstm_cell_backward")
         got = dict(zip(GRAD_NAMES, _unpack(res, 6, GRAD_NAMES, where)))
         _lecture_close(got["db"], want["db"], "db (the lecture's delta gates: a, i, f, o)", where)
+        mistakes = {"dc_prev": {_DC_PREV_WITHOUT_F: p[f"delta_state_{t}"]}}
         for name in ("dc_prev", "dx", "dh_prev", "dW", "dU"):
-            _lecture_close(got[name], want[name], name, where)
+            _lecture_close(got[name], want[name], name, where, mistakes=mistakes.get(name))
     g = np.random.default_rng(62)
     args = _random_lstm(g, 1, 3, 4, 2)
     _compare_cell_backward(fn, [(args, g.standard_normal((3, 2)), g.standard_normal((3, 2)), "torch")], ref)
@@ -552,7 +637,9 @@ def _compare_cell_backward(fn: Callable, cases: Sequence[tuple], ref: Any) -> No
             where, tol = f"lstm_cell_backward on N={N}, D={x.shape[2]}, H={H}", {"k": N * (4 * H + x.shape[2] + H)}
         res = call_student(fn, dh.copy(), dc.copy(), copy.deepcopy(cache), forbid=_BACKWARD_FORBID,
                            label="one LSTM step backward", what=where)
-        _compare_grads(_unpack(res, 6, GRAD_NAMES, where), want, GRAD_NAMES, where, **tol)
+        without_f = {_DC_PREV_WITHOUT_F: lambda want=want, f=cache["f"]: np.asarray(want[2]) / np.asarray(f)}
+        _compare_grads(_unpack(res, 6, GRAD_NAMES, where), want, GRAD_NAMES, where,
+                       mistakes={"dc_prev": without_f}, **tol)
 
 
 # --- 5. backpropagation through time ---------------------------------------------------------
@@ -701,9 +788,7 @@ def sgd_step(fn: Callable) -> None:
     params = {"W": e["W"], "U": e["U"], "b": e["b"]}
     grads = {"W": p["dW"], "U": p["dU"], "b": p["db"]}
     where = "the lecture's update (its printed dW, dU, db, learning rate 0.1)"
-    new = call_student(fn, copy.deepcopy(params), copy.deepcopy(grads), e["lr"], label="a step of gradient descent",
-                       what="sgd_step")
-    new = _as_param_dict(new, params, where)
+    new = _call_sgd_step(fn, params, grads, e["lr"], where, "sgd_step")
     hints = " (the slide's rule 'w+ = w + lr * grad(w)' climbs the loss; descend: w - lr * grad)"
     for k in ("W", "U", "b"):
         try:
@@ -720,14 +805,51 @@ def _compare_sgd_step(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:
     for (params, grads), lr in cases:
         where = f"sgd_step with lr = {lr:.4g} on the keys {sorted(params)}"
         want = ref.sgd_step(params, grads, lr)
-        new = call_student(fn, copy.deepcopy(params), copy.deepcopy(grads), lr, label="a step of gradient descent",
-                           what=where)
-        new = _as_param_dict(new, params, where)
+        new = _call_sgd_step(fn, params, grads, lr, where, where)
         for k in params:
             try:
                 _close(new[k], want[k], f"new {k}", k=4)
             except GradingError as exc:
                 raise GradingError(f"{where}:\n{exc}") from None
+
+
+@student_side
+def _sgd_step_and_its_arguments(fn: Callable, params: Any, grads: Any, lr: Any) -> dict[str, Any]:
+    """(Student side) ``fn(params, grads, lr)``, and ``params`` and ``grads`` as they are after the call."""
+    new = fn(params, grads, lr)
+    return {"new": new, "params": params, "grads": grads}
+
+
+def _changed_entries(after: Any, before: Mapping[str, Any]) -> list[str]:
+    """The keys of ``before`` whose value ``after`` no longer holds (and keys ``after`` added)."""
+    if not isinstance(after, Mapping):
+        return ["the dict itself"]
+    def unchanged(key: str) -> bool:
+        try:
+            return bool(np.array_equal(np.asarray(after[key], dtype=float), np.asarray(before[key], dtype=float)))
+        except (TypeError, ValueError):
+            return False
+
+    changed = [k for k in before if k not in after or not unchanged(k)]
+    return changed + [k for k in after if k not in before]
+
+
+def _call_sgd_step(fn: Callable, params: Mapping[str, Any], grads: Mapping[str, Any], lr: float, where: str,
+                   what: str) -> Mapping[str, Any]:
+    """The student's ``sgd_step`` on copies of ``params`` and ``grads``: its result as a dict of
+    every parameter, after checking that it left both arguments as they were."""
+    __tracebackhide__ = True
+    seen = run_student(_sgd_step_and_its_arguments, fn, copy.deepcopy(params), copy.deepcopy(grads), lr,
+                       label="a step of gradient descent", what=what)
+    for name, before in (("params", params), ("grads", grads)):
+        changed = _changed_entries(seen[name], before)
+        if changed:
+            raise GradingError(
+                f"{where}: your sgd_step changed the {name} it was given ({name}[{changed[0]!r}]"
+                + (f" and {len(changed) - 1} more" if len(changed) > 1 else "") + "): it updates them in place "
+                "(`p -= lr * g`, `params[k] = ...`). Return a NEW dict and leave the arguments as they were: "
+                "the caller may still need the old parameters (train_step's, a training loop's).")
+    return _as_param_dict(seen["new"], params, where)
 
 
 def _random_params(g: np.random.Generator, D: int, H: int, K: int) -> tuple[dict, dict]:

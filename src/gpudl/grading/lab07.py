@@ -99,9 +99,48 @@ def _torch_sdpa(q: Any, k: Any, v: Any, mask: Any = None, causal: bool = False) 
     return torch.nn.functional.scaled_dot_product_attention(_torch(q), _torch(k), _torch(v), attn_mask=keep).numpy()
 
 
+def _sdpa_mistakes(expect: Callable) -> Callable[..., dict[str, Callable[[], Any]]]:
+    """The known mistakes of scaled dot-product attention on a case, each computed by ``expect``
+    (the check's oracle) called with the mistaken arguments: the scores scaled by 1 or 1/d (q
+    rescaled), the mask or the triangle left out, the triangle aligned at the bottom right or
+    hiding the diagonal, and the mask applied to the weights after the softmax."""
+
+    def mistakes(q: Any, k: Any, v: Any, mask: Any = None, causal: bool = False) -> dict[str, Callable[[], Any]]:
+        q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+        lq, lk, d = q.shape[-2], k.shape[-2], q.shape[-1]
+        keep = np.ones((lq, lk), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        table = {"did you leave out the 1/sqrt(d)? The scores are q k^T / sqrt(d)":
+                 lambda: expect(q * math.sqrt(d), k, v, mask=mask, causal=causal),
+                 "did you divide the scores by d? Divide by sqrt(d)":
+                 lambda: expect(q / math.sqrt(d), k, v, mask=mask, causal=causal)}
+        if mask is not None:
+            table["did you ignore the mask? It hides a key (score -inf) wherever it is False"] = \
+                lambda: expect(q, k, v, causal=causal)
+            table["did you read the mask upside down? True is where the query MAY attend (PyTorch's convention)"] = \
+                lambda: expect(q, k, v, mask=~keep, causal=causal)
+        if causal:
+            table["did you ignore causal=True? Query i may attend to keys j <= i only"] = \
+                lambda: expect(q, k, v, mask=mask, causal=False)
+            table["did you hide the diagonal too? With causal=True query i sees keys j <= i, itself included"] = \
+                lambda: expect(q, k, v, mask=keep & np.tril(np.ones((lq, lk), dtype=bool), -1))
+            if lq != lk:
+                table["did you align the causal triangle at the bottom right? The contract's is at the top left "
+                      "(np.tril(np.ones((Lq, Lk))))"] = \
+                    lambda: expect(q, k, v, mask=keep & np.tril(np.ones((lq, lk), dtype=bool), lk - lq))
+        if mask is not None or causal:
+            shown = keep & np.tril(np.ones((lq, lk), dtype=bool)) if causal else keep
+            table["did you apply the mask after the softmax? Zeroed weights no longer sum to 1: hide the keys' "
+                  "scores (-inf) before it"] = lambda: (_torch_softmax(q @ np.swapaxes(k, -1, -2) / math.sqrt(d))
+                                                        * shown) @ v
+        return table
+
+    return mistakes
+
+
 def _compare_sdpa(fn: Callable, cases: Sequence[Case], expect: Callable) -> None:
     __tracebackhide__ = True
-    check_cases(fn, expect, cases, forbid=_TORCH_ATTENTION, label="scaled dot-product attention", k=64)
+    check_cases(fn, expect, cases, forbid=_TORCH_ATTENTION, label="scaled dot-product attention", k=64,
+                mistakes=_sdpa_mistakes(expect))
 
 
 @exercise
@@ -152,9 +191,22 @@ def _mhsa_case(g: np.random.Generator, shape: tuple, d_q: int, d_v: int, d_out: 
                 f"x {shape}, W_Q {d, d_q}, W_V {d, d_v}, W_O {d_v, d_out}, {heads} heads, causal={causal}")
 
 
+def _mhsa_mistakes(expect: Callable) -> Callable[..., dict[str, Callable[[], Any]]]:
+    """The known mistake of multi-head self-attention that ``expect`` can give: causal not passed on."""
+
+    def mistakes(x: Any, w_q: Any, w_k: Any, w_v: Any, w_o: Any, heads: int, causal: bool = False) -> dict:
+        if not causal:
+            return {}
+        return {"did you pass causal on to your scaled_dot_product_attention? Your result is attention without "
+                "the triangle": lambda: expect(x, w_q, w_k, w_v, w_o, heads, causal=False)}
+
+    return mistakes
+
+
 def _compare_mhsa(fn: Callable, cases: Sequence[Case], expect: Callable) -> None:
     __tracebackhide__ = True
-    check_cases(fn, expect, cases, forbid=_MHSA_FORBID, label="multi-head self-attention", k=16)
+    check_cases(fn, expect, cases, forbid=_MHSA_FORBID, label="multi-head self-attention", k=16,
+                mistakes=_mhsa_mistakes(expect))
 
 
 @exercise
@@ -381,6 +433,11 @@ def _kernel_kind(kernel: Any) -> dict[str, Any]:
     return {"triton": _is_triton_kernel(kernel), "type": type(kernel).__name__}
 
 
+def _block() -> int:
+    """The tiles the lab launches its kernel with: 64 x 64 on a GPU, 16 x 16 in the interpreter."""
+    return 64 if device() == "cuda" else 16
+
+
 @student_side
 def _launch_kernel(kernel: Any, q: Any, k: Any, v: Any, causal: bool = False) -> Any:
     """(Student side) ``kernel`` launched on q, k, v (Z, L, d) as the lab's ``attention_triton``
@@ -389,13 +446,39 @@ def _launch_kernel(kernel: Any, q: Any, k: Any, v: Any, causal: bool = False) ->
     import torch
     import triton
 
-    block = 64 if device() == "cuda" else 16
+    block = _block()
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     z, lq, d = q.shape
     out = torch.empty_like(q)
     kernel[(triton.cdiv(lq, block), z)](q, k, v, out, lq, k.shape[1], 1.0 / math.sqrt(d),
                                         HEAD_DIM=d, BLOCK_M=block, BLOCK_N=block, CAUSAL=bool(causal))
     return out
+
+
+_PADDING_KEYS = ("did you leave the padding keys visible? Keys past N_K load as zeros and score 0, which is not "
+                 "\"absent\": give them a score of -inf")
+
+
+def _kernel_mistakes(expect: Callable) -> Callable[..., dict[str, Callable[[], Any]]]:
+    """The known mistakes of the attention kernel on a case of torch tensors (Z, L, d), each computed
+    by ``expect`` on changed inputs: padding keys left visible (the keys and values padded with
+    zeros up to a whole number of the lab's key blocks) and the scores left unscaled (q times
+    sqrt(d))."""
+
+    def mistakes(q: Any, k: Any, v: Any, causal: bool = False) -> dict[str, Callable[[], Any]]:
+        import torch
+
+        lk, d = k.shape[-2], q.shape[-1]
+        table: dict[str, Callable[[], Any]] = {}
+        extra = -lk % _block()
+        if extra and not causal:             # with the triangle, a padding key (j >= N_K > i) is hidden anyway
+            pad = (0, 0, 0, extra)
+            table[_PADDING_KEYS] = lambda: expect(q, torch.nn.functional.pad(k, pad), torch.nn.functional.pad(v, pad))
+        table["did you leave out the scale? The scores are (q k^T) * scale, scale = 1/sqrt(d)"] = \
+            lambda: expect(q * math.sqrt(d), k, v, causal=causal)
+        return table
+
+    return mistakes
 
 
 def _compare_kernel(wrapper: Callable, kernel: Any, cases: Sequence[Case], expect: Callable) -> None:
@@ -407,13 +490,16 @@ def _compare_kernel(wrapper: Callable, kernel: Any, cases: Sequence[Case], expec
         raise GradingError(f"attention_kernel must be a Triton kernel (decorated with @triton.jit), "
                            f"got {kind['type']}")
     precision = "tf32" if device() == "cuda" else "fp32"     # tl.dot multiplies FP32 in TF32 on a GPU
-    check_cases(wrapper, expect, cases, forbid=_KERNEL_FORBID, label="the attention kernel", dtype=precision, k=16)
+    mistakes = _kernel_mistakes(expect)
+    check_cases(wrapper, expect, cases, forbid=_KERNEL_FORBID, label="the attention kernel", dtype=precision, k=16,
+                mistakes=mistakes)
     case = next((c for c in cases if c.kwargs.get("causal")), cases[0])
     where = f"attention_kernel launched as attention_triton launches it, on {case.label}"
     out = run_student(_launch_kernel, kernel, *case.args, **case.kwargs, forbid=_KERNEL_FORBID,
                       label="the attention kernel", what=where)
     try:
-        assert_close(out, expect(*case.args, **case.kwargs), dtype=precision, k=16)
+        assert_close(out, expect(*case.args, **case.kwargs), dtype=precision, k=16,
+                     mistakes=mistakes(*case.args, **case.kwargs))
     except GradingError as exc:
         raise GradingError(f"{where}:\n{exc}") from None
 
@@ -445,7 +531,8 @@ def kernel_speed(wrapper: Callable) -> None:
     if device() != "cuda":
         cases = _torch_cases(g, [(2, 37, 37, 16, False), (2, 37, 37, 16, True)], "fp16")
         check_cases(wrapper, _torch_kernel_expected, cases, forbid=_KERNEL_FORBID,
-                    label="the attention kernel in FP16", dtype="fp16", k=16)
+                    label="the attention kernel in FP16", dtype="fp16", k=16,
+                    mistakes=_kernel_mistakes(_torch_kernel_expected))
         return
     z, n, d = 8 * 16, 4096, 64
     gen = torch.Generator(device="cuda").manual_seed(2)
