@@ -194,3 +194,10 @@ def test_a_failed_test_names_the_first_error_in_the_students_own_cells(tmp_path)
     nbformat.write(nb, str(path))
     assert pipeline._cell_errors(path, ["test_lstm_flops"]) == ["test_lstm_flops: NameError: name 'lstm_flops' "
                                                                 "is not defined"]
+    # a test failing for its own reason after an unrelated exception keeps its own reason alone
+    answer.outputs = [nbformat.v4.new_output("error", ename="NotImplementedError", evalue="", traceback=[])]
+    test.outputs = [nbformat.v4.new_output("error", ename="GradingError", evalue="lstm_flops is not implemented yet",
+                                           traceback=[])]
+    nbformat.write(nb, str(path))
+    assert pipeline._cell_errors(path, ["test_lstm_flops"]) == ["test_lstm_flops: GradingError: lstm_flops is not "
+                                                                "implemented yet"]

@@ -9,7 +9,9 @@ autograde converter in this process with these preprocessors in place of nbgrade
 
 ``GradedExecute``   nbgrader's Execute, whose kernel starts inside ``gpudl_instructor.sandbox.Sandbox``
                     (or, with ``--unsafe-no-sandbox``, without); it tells the checker which test
-                    cell runs, bounds what the kernel may print (per cell and per notebook), and
+                    cell runs, runs each cell under the shared lease of a device students share
+                    (``gpudl_instructor.gpulease``; the kernel's GPU memory bounded to its share),
+                    bounds what the kernel may print (per cell and per notebook), and
                     after the run gives each test cell the checker's verdict: a cell the checker
                     failed gets an error output, so nbgrader scores it 0 (the stricter of the two)
 ``QuietTests``      stderr of a graded test cell (a library's warning, a thread, a file
@@ -42,6 +44,8 @@ from .checker import CheckerServer, Verdict
 from .sandbox import Limits, Sandbox
 
 COURSE_ID = "gpudl"
+LEASE_WAITED = "lease-waited"     # seconds this student waited for the device's lease, for the grader's clock
+SHARED_WAIT_S = 60.0              # the longest a cell waits for a timed check of another student to end
 _SECRET_NAMES = ("GPUDL_SECRET", "GPUDL_GRADING_SEED")
 # Set by the project's tests: a lab's passing test cells must not write to stderr at all (students'
 # own Validate counts it as a failure), so the grader keeps it where the tests can see it.
@@ -77,6 +81,9 @@ class Job:
     device: str = "cpu"
     feedback: bool = False
     course_root: str = ""
+    lease: str = ""                # the lock file of the device this student shares ("": none)
+    gpu_fraction: float = 0.0      # the share of the GPU's memory the kernel may allocate (0: no bound)
+    gpu_gib: float = 0.0           # the GPU's memory (0: unknown), for the out-of-memory note
 
 
 # The grading of the student this process grades (one per process).
@@ -158,6 +165,8 @@ class GradedExecute(Execute):
             sandbox = _JOB.get("sandbox")
             if sandbox is not None:
                 sandbox.kill()
+        if _JOB.get("gpu_fraction"):
+            _note_out_of_memory(nb, _JOB["gpu_fraction"])
         _apply_verdicts(nb, _JOB.get("checker"), _JOB.get("expected", {}))
         return nb, resources
 
@@ -165,7 +174,14 @@ class GradedExecute(Execute):
         checker: CheckerServer | None = _JOB.get("checker")
         if checker is not None:
             checker.cell = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell-{index}"
-        return super().preprocess_cell(cell, resources, index)
+        lease = _JOB.get("lease")
+        if lease is None or cell.cell_type != "code":
+            return super().preprocess_cell(cell, resources, index)
+        # A cell runs under the device's shared lease: a timed check of another student waits for it
+        # to end, and it waits (before it starts) for such a check to end (gpudl_instructor.gpulease).
+        with lease.shared(SHARED_WAIT_S):
+            _note_waited(lease)
+            return super().preprocess_cell(cell, resources, index)
 
     def output(self, outs, msg, display_id, cell_index):
         out = super().output(outs, msg, display_id, cell_index)
@@ -187,6 +203,30 @@ class GradedExecute(Execute):
         self._gpudl_cell_bytes[cell_index] = used + size
         self._gpudl_total += size
         return out
+
+
+def _note_waited(lease: Any) -> None:
+    """Tell the grader how long this student has waited for the lease (it extends their time limit)."""
+    path = Path(_JOB["workdir"]) / LEASE_WAITED
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{lease.waited:.3f}")
+    tmp.replace(path)
+
+
+def _note_out_of_memory(nb: NotebookNode, fraction: float) -> None:
+    """An out-of-memory error of the GPU gets a line naming the student's share of the device."""
+    from .gpulease import OOM_NOTE
+
+    gib = fraction * _JOB.get("gpu_gib", 0.0)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") != "error":
+                continue
+            if out.get("ename") == "OutOfMemoryError" or "CUDA out of memory" in (out.get("evalue") or ""):
+                bound = f"{gib:.1f} GiB of it ({fraction:.0%})" if gib else f"{fraction:.0%} of it"
+                note = OOM_NOTE.format(bound=bound)
+                out["evalue"] = f"{out.get('evalue', '')}\n{note}"
+                out["traceback"] = [*out.get("traceback", []), note]
 
 
 def _apply_verdicts(nb: NotebookNode, checker: CheckerServer | None, expected: dict[str, set]) -> None:
@@ -242,6 +282,9 @@ def _config(job: Job, course: Path):
     c.Autograde.autograde_preprocessors = [GradedExecute, QuietTests, ClearMetadataPreprocessor, LimitOutput,
                                           SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
+    if job.gpu and job.gpu_fraction:        # the kernel's share of a GPU that students share
+        from .gpulease import memory_fraction_line
+        c.Execute.extra_arguments.append(f"--IPKernelApp.exec_lines={memory_fraction_line(job.gpu_fraction)}")
     return c
 
 
@@ -267,7 +310,11 @@ def autograde_one(job: Job) -> dict[str, Any]:
     kernel_dir = sockets / "k"
     sock = sockets / "checker.sock"
     # Tensors come back to the checker on the device they were on in the kernel, as in a local check.
-    checker = CheckerServer(sock, job.seed, call_timeout=job.cell_timeout + 30)
+    lease = None
+    if job.lease:
+        from .gpulease import GpuLease
+        lease = GpuLease(job.lease, timeout=min(60.0, job.cell_timeout / 3))
+    checker = CheckerServer(sock, job.seed, call_timeout=job.cell_timeout + 30, lease=lease)
     sandbox = None
     if job.sandbox:
         sandbox = Sandbox(home=None, kernel_dir=kernel_dir, limits=Limits(**job.limits), checker_socket=sock,
@@ -282,7 +329,8 @@ def autograde_one(job: Job) -> dict[str, Any]:
     _JOB.update(kernel_dir=str(kernel_dir), workdir=str(work), sandbox=sandbox, checker=checker,
                 kernel_env={"GPUDL_CHECKER": str(sock), "GPUDL_DEVICE": job.device},
                 expected={k: {(n, bool(h)) for n, h in v} for k, v in job.expected.items()},
-                outputs=OutputLimits(**job.outputs))
+                outputs=OutputLimits(**job.outputs), lease=lease,
+                gpu_fraction=job.gpu_fraction if job.gpu else 0.0, gpu_gib=job.gpu_gib)
     report: dict[str, Any] = {"status": "graded", "reason": "", "verdicts": {}, "checker_errors": []}
     logging.getLogger("traitlets").setLevel(logging.ERROR)
     log = io.StringIO()
@@ -301,6 +349,11 @@ def autograde_one(job: Job) -> dict[str, Any]:
         if sandbox is not None:
             sandbox.kill()
         shutil.rmtree(sockets, ignore_errors=True)
+        if lease is not None:
+            marks["lease_wait"] = lease.waited
+            marks["timed_alone"] = sum(granted for _, granted in checker.leases)     # timed checks with the device alone
+            marks["timed_shared"] = sum(not granted for _, granted in checker.leases)
+            lease.close()
     marks["autograde"] = time.monotonic() - start
     if job.feedback and report["status"] == "graded":
         from . import feedback

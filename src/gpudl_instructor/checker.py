@@ -14,11 +14,13 @@ only lose points.
 Kernel side (in ``gpudl.grading.boundary``, re-exported here): ``remote_enabled``, ``run_remote``.
 Checker side: ``CheckerServer`` (a socket served by threads of the grading process),
 ``expected_checks`` (which checks each test cell of the instructor's notebook calls) and
-``Verdict``.
+``Verdict``. Where students share a device, a check that times work (``gpulease.TIMED_CHECKS``)
+runs under the device's exclusive lease, taken here.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import socket
 import threading
@@ -110,8 +112,11 @@ class CheckerServer:
     cell); every check the kernel asks for is recorded against it. ``seed`` is the student's
     seed for hidden cases; it never leaves this process."""
 
-    def __init__(self, path: Path, seed: str, *, call_timeout: float = 600.0, device: str | None = None):
+    def __init__(self, path: Path, seed: str, *, call_timeout: float = 600.0, device: str | None = None,
+                 lease: Any = None):
         self.path = Path(path)
+        self.lease = lease                   # the device's lease (gpudl_instructor.gpulease) when students share it
+        self.leases: list[tuple[str, bool]] = []     # (timed check, whether it had the device alone)
         self.seed = seed
         self.call_timeout = call_timeout
         self.device = device
@@ -197,7 +202,7 @@ class CheckerServer:
                 return
             token = seed_override.set(self.seed)
             try:
-                with self._lock:
+                with self._lock, self._timed(name):
                     check(*args, **kwargs)
             except KernelGone as exc:
                 self._record(cell, name, hidden, False, str(exc))
@@ -216,6 +221,19 @@ class CheckerServer:
                 seed_override.reset(token)
             self._record(cell, name, hidden, True)
             self._done(conn, True, "")
+
+    @contextlib.contextmanager
+    def _timed(self, name: str):
+        """A check that times work on the student's behalf holds the shared device alone; the lease
+        is taken here, in the checker, where the student's code cannot reach it."""
+        from .gpulease import is_timed
+
+        if self.lease is None or not is_timed(name):
+            yield
+            return
+        with self.lease.exclusive() as granted:
+            self.leases.append((name, granted))
+            yield
 
     def _record(self, cell: str, name: str, hidden: bool, passed: bool, message: str = "") -> None:
         self.records.append(Record(cell, name, hidden, passed, message))

@@ -11,6 +11,8 @@
                                     and report the units' measurements
     gpudl grade LAB SUBMISSIONS --out DIR --shard K/N, then gpudl merge OUT_1 ... OUT_N --out DIR
                                     a class split across machines (a Slurm array, a CI matrix)
+    gpudl sweep LAB ... | --all [--students 300]
+                                    the solution's hidden checks under many students' seeds
     gpudl hunt [LAB ...]            look for graded answers in the course edition (what handout runs)
     gpudl report OUT [OUT ...]      the class report: scores, tests, failure reasons, review notes, time
     gpudl similar OUT               similar pairs of submissions (copydetect), with the matched fragments
@@ -87,7 +89,7 @@ def grade(args: argparse.Namespace) -> int:
     results = do_grade(args.lab, args.submissions, args.out, secret=args.secret, jobs=args.jobs,
                        cell_timeout=args.cell_timeout, student_timeout=args.student_timeout,
                        accept_renamed=args.accept_renamed, feedback=not args.no_feedback,
-                       sandbox=not args.unsafe_no_sandbox, limits=limits, shard=shard)
+                       sandbox=not args.unsafe_no_sandbox, limits=limits, shard=shard, per_gpu=args.per_gpu)
     graded = sum(r.graded for r in results)
     try:
         from .report import write_report
@@ -125,6 +127,22 @@ def merge(args: argparse.Namespace) -> int:
     dest = join(args.outs, args.out)
     print(f"merged {len(args.outs)} shard(s) into {dest}: grades.csv, gradebook.db, feedback/, report.html")
     return 0
+
+
+def sweep(args: argparse.Namespace) -> int:
+    from .pipeline import lab_names
+    from .sweep import sweep as run_sweep
+    labs = lab_names() if args.all else args.labs
+    if not labs:
+        raise ValueError("name the labs to sweep, or pass --all")
+    for lab in labs:
+        check_lab_name(lab)
+    lost = 0
+    for lab in labs:
+        result = run_sweep(lab, args.students, secret=args.secret)
+        print("\n".join(result.lines()), flush=True)
+        lost += result.students - result.full
+    return 1 if lost else 0
 
 
 def report(args: argparse.Namespace) -> int:
@@ -196,7 +214,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("submissions", help="a folder of student folders, or a zip from the LMS")
     p.add_argument("--out", required=True, help="where the gradebook, feedback and grades.csv go")
     p.add_argument("--secret", help="the secret behind hidden tests (default: $GPUDL_SECRET or .gpudl-secret)")
-    p.add_argument("--jobs", type=int, help="students graded at once (default: the cores; on a GPU machine, the GPUs)")
+    p.add_argument("--jobs", type=int, help="students graded at once (default: up to the cores and the memory)")
+    p.add_argument("--per-gpu", type=int, metavar="N",
+                   help="students sharing each GPU (default: as many as its memory and the cores allow; timed checks "
+                        "still get the GPU alone); 1: each student has a GPU alone")
     p.add_argument("--cell-timeout", type=int, help="seconds per cell")
     p.add_argument("--student-timeout", type=float, default=1200, help="seconds per student")
     p.add_argument("--accept-renamed", action="store_true", help="grade a lone notebook under another name")
@@ -213,6 +234,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("outs", nargs="+", metavar="OUT_K", help="the shards' --out folders")
     p.add_argument("--out", required=True, help="a new folder for the whole class")
     p.set_defaults(fn=merge)
+
+    p = sub.add_parser("sweep", help="grade the solution's hidden checks under many students' seeds",
+                       description="Run each lab's solution once in this process, then its hidden checks under the "
+                                   "seeds of N student ids (student0000, ...); report how many keep full marks and "
+                                   "every seed that loses a point, with the check's message. Exit status 1 if any.")
+    p.add_argument("labs", nargs="*", help="the labs (or --all)")
+    p.add_argument("--all", action="store_true", help="every lab")
+    p.add_argument("--students", type=int, default=300, help="student ids, hence seeds, per lab (default 300)")
+    p.add_argument("--secret", help="the secret the seeds derive from (default: $GPUDL_SECRET or .gpudl-secret)")
+    p.set_defaults(fn=sweep)
 
     p = sub.add_parser("hunt", help="look for graded answers in the course edition (gpudl handout runs it)")
     p.add_argument("labs", nargs="*", help="labs to hunt in (default: all)")

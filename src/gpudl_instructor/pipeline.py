@@ -8,8 +8,9 @@ folder of submissions (or an LMS zip) goes:
 2. every submission is found and inspected without running it (``gpudl_instructor.submissions``): one
    row each, symlinks and oversized files refused, deleted cells restored in place;
 3. each student is autograded in a process of their own (``gpudl_instructor.autograde``), started from a
-   server that has already imported nbgrader and torch, several at a time (up to the cores,
-   one per GPU on a GPU machine): the kernel runs in a sandbox (``gpudl_instructor.sandbox``), checks
+   server that has already imported nbgrader and torch, several at a time (up to the cores and
+   the memory; on a GPU machine several per GPU, sharing it under a lease that gives timed checks
+   the device alone, ``gpudl_instructor.gpulease``): the kernel runs in a sandbox (``gpudl_instructor.sandbox``), checks
    run in a checker outside it with the student's seed (``gpudl_instructor.checker``), a test
    cell scores only when nbgrader and the checker both pass it, and the feedback page is
    made and sanitized there (``gpudl_instructor.feedback``); the whole process is stopped at the
@@ -20,7 +21,7 @@ folder of submissions (or an LMS zip) goes:
 
 Public names: ``configure_nbgrader``, ``repo_root``, ``lab_names``, ``generate``,
 ``release``, ``autograde_student``, ``grade``, ``StudentResult``, ``student_seed``,
-``load_secret``, ``merge_gradebook``, ``write_csv``, ``read_scores``.
+``load_secret``, ``merge_gradebook``, ``write_csv``, ``read_scores``, ``plan_jobs``.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -201,6 +203,7 @@ class StudentResult:
     name: str = ""
     marks: dict[str, float] = field(default_factory=dict)   # where the seconds went (the child's clock)
     lms: dict[str, Any] = field(default_factory=dict)       # {"lms", "id", "late"} when the LMS named the file
+    submitted_at: datetime | None = None   # when the submitted file was last written (UTC): the formgrader's timestamp
 
     def line(self) -> str:
         if not self.graded:
@@ -232,15 +235,16 @@ def load_secret(root: Path | None, explicit: str | None = None, echo: Callable[[
 def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
     """One line per graded cell that failed (its whole reason), and per cell that timed out. When
     a cell of the student's own (a solution cell, or one they added) raised first, a graded cell's
-    failure names that first error too: a syntax error, not the NameError it leads to, is the
-    mistake to fix."""
+    failure that may follow from it names that first error too: a syntax error, not the NameError it
+    leads to, is the mistake to fix. Only a NameError (a name the failed cell never defined), or any
+    failure after a syntax error, is taken to follow; a test failing for its own reason keeps it."""
     try:
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:  # noqa: BLE001
         return []
     graded = set(graded)
     lines = []
-    first_own = ""
+    first_own, first_syntax = "", False
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -252,11 +256,13 @@ def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
                 if out.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):   # nbgrader interrupts at the limit
                     lines.append(f"cell '{gid}' timed out (interrupted at the per-cell limit)")
                 elif gid in graded:
-                    cause = f" (the first error in your own cells: {first_own})" if first_own else ""
+                    follows = first_own and (out.get("ename") == "NameError" or first_syntax)
+                    cause = f" (the first error in your own cells: {first_own})" if follows else ""
                     lines.append(f"{gid}: {out.get('ename')}: {reason[:400]}{cause}")
                 elif not nbg.get("locked") and not first_own:
                     where = f"cell '{gid}'" if nbg.get("grade_id") else f"cell {index + 1}"
                     first_own = f"{where}: {out.get('ename')}: {reason[:200]}"
+                    first_syntax = out.get("ename") in ("SyntaxError", "IndentationError", "TabError")
                 break
     return lines
 
@@ -297,7 +303,18 @@ def _grade_in_child(job: Any, env: dict[str, str], timeout: float) -> dict[str, 
     result.unlink(missing_ok=True)
     proc = _context().Process(target=autograde.child_main, args=(job.__dict__, str(result), env))
     proc.start()
-    proc.join(timeout)
+    start = time.monotonic()
+    waited = Path(job.workdir) / autograde.LEASE_WAITED
+    while proc.is_alive():
+        # The time spent waiting for a shared device's lease (between cells) is not the student's.
+        try:
+            extra = min(float(waited.read_text() or 0), timeout)
+        except (OSError, ValueError):
+            extra = 0.0
+        left = start + timeout + extra - time.monotonic()
+        if left <= 0:
+            break
+        proc.join(min(left, 5.0))
     timed_out = proc.is_alive()
     if timed_out:
         proc.kill()
@@ -318,11 +335,14 @@ def autograde_student(lab: str, student: str, notebook: Path, base_gradebook: Pa
                       limits: dict[str, int] | None = None, outputs: dict[str, int] | None = None,
                       expected: dict[str, set] | None = None, source: Path | None = None,
                       feedback: bool = False, gpu_slot: int | None = None,
-                      root: str | Path | None = None) -> tuple[StudentResult, Path]:
+                      root: str | Path | None = None, lease: str | None = None,
+                      gpu_fraction: float | None = None, gpu_gib: float = 0.0) -> tuple[StudentResult, Path]:
     """Autograde one student in a process and scratch course of their own. Returns the result
     and the scratch gradebook (to merge). ``notebook`` is graded as given (``grade`` repairs
     submissions before). ``expected``: the checks each test cell must run (default: read from
-    ``source``, the instructor's notebook, by default ``solutions/LAB/LAB.ipynb``)."""
+    ``source``, the instructor's notebook, by default ``solutions/LAB/LAB.ipynb``). ``lease``: the
+    lock file of the device this student shares (``gpudl_instructor.gpulease``); ``gpu_fraction``:
+    the share of the GPU's memory the kernel may allocate."""
     from nbgrader.api import Gradebook, MissingEntry
 
     from gpudl import hardware
@@ -347,7 +367,8 @@ def autograde_student(lab: str, student: str, notebook: Path, base_gradebook: Pa
                         cell_timeout=int(cell_timeout or os.environ.get("GPUDL_CELL_TIMEOUT", DEFAULT_CELL_TIMEOUT)),
                         sandbox=sandbox, limits=dict(limits or {}), outputs=dict(outputs or {}),
                         gpu=device == "cuda", uid=uid, device=device, feedback=feedback,
-                        course_root=course_root)
+                        course_root=course_root, lease=lease or "", gpu_fraction=float(gpu_fraction or 0.0),
+                        gpu_gib=gpu_gib)
     env = dict(extra_env or {})
     if gpu_slot is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu_slot)
@@ -422,6 +443,14 @@ def _prepare(sub: Submission, released: nbformat.NotebookNode, scratch: Path) ->
         return None, str(exc), []
 
 
+def _submitted_at(notebook: Path) -> datetime | None:
+    """When the student's notebook was last written, in UTC without a zone (as nbgrader stores it)."""
+    try:
+        return datetime.fromtimestamp(os.stat(notebook).st_mtime, timezone.utc).replace(tzinfo=None)
+    except OSError:
+        return None
+
+
 def _gpus(device: str) -> int:
     if device != "cuda":
         return 0
@@ -432,16 +461,79 @@ def _gpus(device: str) -> int:
         return 0
 
 
+HOST_GIB_PER_STUDENT = 2.0      # the grader's own process for a student (nbgrader, the checker), beside the kernel
+GPU_GIB_PER_STUDENT = 8.0       # what one student's notebook may need of a shared GPU
+GPU_USABLE = 0.9                # of a GPU's memory, shared out (CUDA contexts and the checkers take the rest)
+
+
+def plan_jobs(*, gpus: int, cores: int, host_gib: float, gpu_gib: float, jobs: int | None = None,
+              per_gpu: int | None = None, kernel_gib: float = 6.0) -> tuple[int, int]:
+    """(students graded at once, students per GPU; 0 on a machine without one).
+
+    At most one student per core and as many as the host's memory holds (each student's kernel may
+    use ``kernel_gib``, its grader ``HOST_GIB_PER_STUDENT`` more); on a GPU machine the students are
+    spread over the GPUs, each GPU shared by ``per_gpu`` students (default: as many as its memory
+    holds at ``GPU_GIB_PER_STUDENT`` each, and the cores allow). ``per_gpu=1``: one student per GPU."""
+    if per_gpu is not None and per_gpu < 1:
+        raise ValueError(f"--per-gpu must be 1 or more (1: each student has a GPU alone), got {per_gpu}")
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"--jobs must be 1 or more, got {jobs}")
+    by_memory = max(1, int(host_gib // (kernel_gib + HOST_GIB_PER_STUDENT)))
+    if not gpus:
+        return (jobs or max(1, min(cores, by_memory))), 0
+    if per_gpu is None:
+        if jobs is not None:
+            per_gpu = -(-jobs // gpus)
+        else:
+            by_gpu = int(gpu_gib * GPU_USABLE // GPU_GIB_PER_STUDENT) if gpu_gib else cores
+            per_gpu = max(1, min(cores // gpus, by_gpu, by_memory // gpus))
+    return min(jobs or gpus * per_gpu, gpus * per_gpu), per_gpu
+
+
+def _host_gib() -> float:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (OSError, ValueError):
+        return 16.0
+
+
+def _gpu_gib() -> float:
+    """The memory of the smallest GPU here (nvidia-smi: asking torch would start CUDA in the grader);
+    0 when unknown."""
+    try:
+        res = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30)
+        sizes = [float(x) / 1024 for x in res.stdout.split()]
+        return min(sizes) if res.returncode == 0 and sizes else 0.0
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return 0.0
+
+
+def _device_key(slot: int | None) -> str:
+    """The name of the device a worker's students run on, for its lease: the GPU as
+    CUDA_VISIBLE_DEVICES names it (so two grading runs on one machine share the GPU's lease), or "cpu"."""
+    if slot is None:
+        return "cpu"
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    return f"gpu-{visible[slot]}" if slot < len(visible) else f"gpu-{slot}"
+
+
 def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Path | None = None,
           secret: str | None = None, jobs: int | None = None, cell_timeout: int | None = None,
           student_timeout: float = DEFAULT_STUDENT_TIMEOUT, accept_renamed: bool = False,
           feedback: bool = True, progress: bool = True, extra_env: dict[str, str] | None = None,
           sandbox: bool = True, limits: dict[str, int] | None = None, outputs: dict[str, int] | None = None,
-          shard: tuple[int, int] | None = None, echo: Callable[[str], Any] = print) -> list[StudentResult]:
+          shard: tuple[int, int] | None = None, per_gpu: int | None = None,
+          echo: Callable[[str], Any] = print) -> list[StudentResult]:
     """Grade every submission of ``lab``; write OUT/gradebook.db, OUT/feedback/, OUT/grades.csv.
 
     ``shard=(K, N)`` grades only the submissions of shard K of N (``gpudl_instructor.shards``) and
     records the split in OUT for ``gpudl merge``.
+
+    ``jobs`` students are graded at once and, on a GPU machine, ``per_gpu`` share each GPU
+    (``plan_jobs``: by default up to the cores and the memory); when several share a device, cells
+    run under a shared lease of it and timed checks under an exclusive one (``gpudl_instructor.gpulease``),
+    and each kernel's GPU memory is bounded to its share.
 
     ``sandbox=False`` runs kernels without the sandbox (``--unsafe-no-sandbox``); with
     ``sandbox=True`` on a machine where bubblewrap cannot make one, grading is refused."""
@@ -467,7 +559,12 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
     secret = load_secret(root, secret, echo=echo)
     device = os.environ.get("GPUDL_DEVICE") or hardware.device()
     gpus = _gpus(device)
-    jobs = jobs or (gpus if gpus else (os.cpu_count() or 1))
+    kernel_gib = (limits or {}).get("memory_bytes", 6 << 30) / 2**30
+    gpu_gib = _gpu_gib() if gpus else 0.0
+    jobs, per_gpu = plan_jobs(gpus=gpus, cores=os.cpu_count() or 1, host_gib=_host_gib(),
+                              gpu_gib=gpu_gib, jobs=jobs, per_gpu=per_gpu, kernel_gib=kernel_gib)
+    shared = jobs > 1 and (not gpus or per_gpu > 1)          # students share a device: leases, bounded GPU memory
+    fraction = GPU_USABLE / per_gpu if gpus and per_gpu > 1 else None
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="gpudl-grade-"))
     warm = threading.Thread(target=_start_server, daemon=True)   # imports while the assignment is made
@@ -490,7 +587,7 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
             write_manifest(out, lab, *shard, [s.student for s in subs], everyone)
             echo(f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(everyone)} submission(s)")
         echo(f"grading {len(subs)} submission(s) of {lab} ({max_score:g} points), {jobs} at a time"
-             + (", each in a sandbox" if sandbox else ""))
+             + (f", {per_gpu} per GPU" if gpus else "") + (", each in a sandbox" if sandbox else ""))
 
         todo: queue.Queue = queue.Queue()
         for sub in subs:
@@ -503,6 +600,11 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
             bar = tqdm(total=len(subs), desc=f"grading {lab}", unit="student")
 
         def worker(slot: int) -> None:
+            gpu_slot = (slot % gpus) if gpus and jobs > 1 else None
+            lease = None
+            if shared:
+                from .gpulease import lease_path
+                lease = str(lease_path(_device_key(slot % gpus if gpus else None)))
             while True:
                 try:
                     sub = todo.get_nowait()
@@ -519,13 +621,15 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                             seed=student_seed(secret, lab, sub.student), cell_timeout=cell_timeout,
                             student_timeout=student_timeout, extra_env=extra_env, sandbox=sandbox, limits=limits,
                             outputs=outputs, expected=expected, feedback=feedback,
-                            gpu_slot=(slot % gpus) if gpus and jobs > 1 else None, root=root)
+                            gpu_slot=gpu_slot, root=root, lease=lease, gpu_fraction=fraction,
+                            gpu_gib=gpu_gib)
                         r.gradebook = db
                     except Exception as exc:  # noqa: BLE001 - one broken submission must not stop the others
                         r = StudentResult(sub.student, False, reason=f"grading failed: {exc}")
                     r.max_score = r.max_score or max_score
                     r.notes[:0] = notes
                     r.name = sub.name
+                    r.submitted_at = _submitted_at(sub.notebook)
                     r.lms = {"lms": sub.lms, "id": sub.lms_id, "late": sub.late} if sub.lms else {}
                 with lock:
                     results.append(r)
@@ -558,6 +662,10 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                     shutil.copy(src, dest_dir / src.name)       # the notebook or page alone, no student files
             if r.graded and r.autograded is not None:
                 r.autograded = out / "autograded" / r.student / lab / r.autograded.name
+        with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+            for r in results:      # the formgrader's timestamps (nbgrader reads them from its exchange, unused here)
+                if r.graded and r.submitted_at is not None:
+                    gb.update_or_create_submission(lab, r.student, timestamp=r.submitted_at)
         update_status(out, lab, results)
         write_csv(out / "grades.csv", lab, out)
     finally:

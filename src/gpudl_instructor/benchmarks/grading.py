@@ -1,15 +1,19 @@
-"""gpudl grade: seconds for one student, for a batch, and the marginal cost of one more student.
+"""gpudl grade: students per minute for one student, for a batch, and for one more student.
 
 Makes N correct submissions of a lab (the solution notebook, copied), grades one of them alone
 and then all N in one batch, each time the way an instructor does (``gpudl grade`` in a process
-of its own: nbgrader, the sandbox and the checker included, feedback too), and reports the
-wall time of both, the marginal seconds of one more student ``(T(N) - T(1)) / (N - 1)`` and
-the students per minute of the batch. Run it on an idle machine: it measures the machine too.
+of its own: nbgrader, the sandbox and the checker included, feedback too), and reports for each
+lab the wall time and students per minute of both, the marginal seconds of one more student
+``(T(N) - T(1)) / (N - 1)`` (and the students per minute that makes), and the students graded at
+once and per GPU the grader chose (read from its own report of them). ``--all`` measures every
+lab; ``--dry-run`` prints the plan (labs, batch, jobs, students per GPU) and grades nothing. Run
+it on an idle machine: it measures the machine too.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,50 +26,86 @@ from gpudl.table import Table
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lab", default="lab01_performance_basics", help="the lab whose solution is graded")
+    parser.add_argument("--all", action="store_true", help="every lab, one after the other")
     parser.add_argument("--students", type=int, default=20, help="students in the batch")
     parser.add_argument("--jobs", type=int, help="students graded at once (default: the grader's own)")
+    parser.add_argument("--per-gpu", type=int, help="students sharing each GPU (default: the grader's own)")
     parser.add_argument("--unsafe-no-sandbox", action="store_true", help="measure without the sandbox")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, grade nothing")
 
 
-def _grade(lab: str, subs: Path, out: Path, jobs: int | None, unsafe: bool) -> float:
+_PLAN = re.compile(r"grading \d+ submission\(s\) of \S+ \([^)]*\), (\d+) at a time(?:, (\d+) per GPU)?")
+
+
+def _grade(lab: str, subs: Path, out: Path, args: argparse.Namespace, unsafe: bool) -> tuple[float, str, str]:
+    """(wall seconds, jobs, students per GPU) of one ``gpudl grade`` run."""
     cmd = [sys.executable, "-m", "gpudl_instructor", "grade", lab, str(subs), "--out", str(out), "--secret", "bench"]
-    if jobs:
-        cmd += ["--jobs", str(jobs)]
+    if args.jobs:
+        cmd += ["--jobs", str(args.jobs)]
+    if args.per_gpu:
+        cmd += ["--per-gpu", str(args.per_gpu)]
     if unsafe:
         cmd.append("--unsafe-no-sandbox")
     start = time.monotonic()
     res = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.monotonic() - start
     if res.returncode != 0:
-        raise RuntimeError(f"gpudl grade failed:\n{(res.stdout + res.stderr)[-2000:]}")
-    return seconds
+        raise RuntimeError(f"gpudl grade {lab} failed:\n{(res.stdout + res.stderr)[-2000:]}")
+    plan = _PLAN.search(res.stdout)
+    return seconds, (plan.group(1) if plan else "?"), ((plan.group(2) or "-") if plan else "?")
 
 
-def run(args: argparse.Namespace) -> Table:
-    from ..pipeline import repo_root
+def _planned(args: argparse.Namespace) -> tuple[int, int]:
+    """The jobs and students per GPU ``gpudl grade`` would choose here (what --dry-run shows)."""
+    from gpudl import hardware
 
-    from ..sandbox import available
+    from .. import pipeline
 
-    n = 3 if args.quick else max(2, args.students)
-    unsafe = args.unsafe_no_sandbox or not available()[0]
-    root = repo_root()
-    solution = root / "solutions" / args.lab / f"{args.lab}.ipynb"
-    if not solution.is_file():
-        raise ValueError(f"no solutions/{args.lab}/{args.lab}.ipynb")
-    table = Table(f"gpudl grade {args.lab}: one student, then {n} in one batch")
+    device = os.environ.get("GPUDL_DEVICE") or hardware.device()
+    gpus = pipeline._gpus(device)
+    return pipeline.plan_jobs(gpus=gpus, cores=os.cpu_count() or 1, host_gib=pipeline._host_gib(),
+                              gpu_gib=pipeline._gpu_gib() if gpus else 0.0, jobs=args.jobs, per_gpu=args.per_gpu)
+
+
+def _one_lab(lab: str, n: int, solution: Path, args: argparse.Namespace, unsafe: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="gpudl-bench-grading-") as tmp:
         work = Path(tmp)
         for i in range(n):
             (work / "subs" / f"student{i:03d}").mkdir(parents=True)
-            shutil.copy(solution, work / "subs" / f"student{i:03d}" / f"{args.lab}.ipynb")
+            shutil.copy(solution, work / "subs" / f"student{i:03d}" / f"{lab}.ipynb")
         (work / "one" / "student000").mkdir(parents=True)
-        shutil.copy(solution, work / "one" / "student000" / f"{args.lab}.ipynb")
-        one = _grade(args.lab, work / "one", work / "out1", args.jobs, unsafe)
-        batch = _grade(args.lab, work / "subs", work / "outN", args.jobs, unsafe)
+        shutil.copy(solution, work / "one" / "student000" / f"{lab}.ipynb")
+        one, _, _ = _grade(lab, work / "one", work / "out1", args, unsafe)
+        batch, jobs, per_gpu = _grade(lab, work / "subs", work / "outN", args, unsafe)
     marginal = (batch - one) / (n - 1)
-    table.rows.append({"students": 1, "wall s": one, "students/min": 60 / one})
-    table.rows.append({"students": n, "wall s": batch, "students/min": 60 * n / batch})
-    table.notes.append(f"marginal cost of one more student: {marginal:.2f} s of wall time "
-                       f"({os.cpu_count()} cores, jobs={args.jobs or 'default'}, "
-                       f"{'no sandbox' if unsafe else 'sandboxed'})")
+    return {"lab": lab, "jobs": jobs, "per GPU": per_gpu, "one s": one, "one /min": 60 / one,
+            "batch": n, "batch s": batch, "batch /min": 60 * n / batch, "marginal s": marginal,
+            "marginal /min": 60 / marginal if marginal > 0 else float("inf")}
+
+
+def run(args: argparse.Namespace) -> Table:
+    from ..pipeline import lab_names, repo_root
+    from ..sandbox import available
+
+    n = 3 if args.quick else args.students
+    if n < 2:
+        raise ValueError(f"--students must be 2 or more (a batch beside one student), got {n}")
+    root = repo_root()
+    labs = lab_names(root) if args.all else [args.lab]
+    for lab in labs:
+        if not (root / "solutions" / lab / f"{lab}.ipynb").is_file():
+            raise ValueError(f"no solutions/{lab}/{lab}.ipynb (labs are: {', '.join(lab_names(root))})")
+    unsafe = args.unsafe_no_sandbox or not available()[0]
+    where = f"{os.cpu_count()} cores, {'no sandbox' if unsafe else 'sandboxed'}"
+    table = Table(f"gpudl grade: one student, then {n} in one batch ({where})")
+    if args.dry_run:
+        jobs, per_gpu = _planned(args)
+        for lab in labs:
+            table.rows.append({"lab": lab, "jobs": jobs, "per GPU": per_gpu or "-", "batch": n})
+        table.notes.append("dry run: nothing graded")
+        return table
+    for lab in labs:
+        table.rows.append(_one_lab(lab, n, root / "solutions" / lab / f"{lab}.ipynb", args, unsafe))
+    table.notes.append("one: a class of one student; batch: the class of N; marginal: the wall time one more "
+                       "student adds to the batch, (T(N) - T(1)) / (N - 1); jobs and per GPU: what the grader chose")
     return table
