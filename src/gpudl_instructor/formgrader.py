@@ -1,5 +1,9 @@
 """nbgrader's formgrader on a grading output of ``gpudl grade``: ``gpudl formgrader OUT``.
 
+The server runs ``gpudl_instructor.formgrader_extension`` in place of nbgrader's formgrader: the
+same pages, with the lab's real submissions, no exchange, feedback made by gpudl and autograding
+left to ``gpudl grade`` (its docstring says what changes and why).
+
 Public names: ``name_students`` (first and last names for students the gradebook knows only by
 id), ``formgrader_command`` (``jupyter lab`` on a grading output, opening the formgrader),
 ``serve_formgrader`` (what ``gpudl formgrader OUT`` does).
@@ -52,11 +56,19 @@ def formgrader_command(out: Path, *, port: int | None = None, no_browser: bool =
 INSTRUCTOR_LAB_OFF = ("@jupyterlab/apputils-extension:announcements",)   # "get notified about Jupyter news?"
 
 
+# nbgrader's formgrader off, gpudl's on (see gpudl_instructor.formgrader_extension).
+INSTRUCTOR_SERVER = {"nbgrader.server_extensions.formgrader": False,
+                     "gpudl_instructor.formgrader_extension": True}
+
+
 def _write_config(dest: Path) -> Path:
-    """A Jupyter config folder (first on JUPYTER_CONFIG_PATH) without JupyterLab's news pop-up."""
+    """A Jupyter config folder (first on JUPYTER_CONFIG_PATH): JupyterLab without its news pop-up,
+    the server with gpudl's formgrader instead of nbgrader's."""
     (dest / "labconfig").mkdir(parents=True, exist_ok=True)
     (dest / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": {name: True for name in INSTRUCTOR_LAB_OFF}}, indent=1) + "\n")
+    (dest / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": INSTRUCTOR_SERVER}}, indent=1) + "\n")
     return dest
 
 
