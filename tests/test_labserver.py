@@ -14,14 +14,14 @@ ROOT = Path(__file__).resolve().parents[1]
 NBGRADER_PLUGINS = ("formgrader", "create-assignment", "course-list", "assignment-list", "menu", "validate-assignment")
 
 
-def test_students_get_validate_and_none_of_nbgraders_instructor_panels(tmp_path):
+def test_students_get_gpudls_validate_and_none_of_nbgraders_panels(tmp_path):
     config = labserver.write_config(tmp_path / "cfg")
     disabled = json.loads((config / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
-    for plugin in NBGRADER_PLUGINS[:-1]:
+    for plugin in NBGRADER_PLUGINS:          # nbgrader's Validate is on every notebook: gpudl's replaces it
         assert disabled.get(f"@jupyter/nbgrader:{plugin}") is True, plugin
-    assert "@jupyter/nbgrader:validate-assignment" not in disabled
     server = json.loads((config / "jupyter_server_config.json").read_text())["ServerApp"]["jpserver_extensions"]
-    assert server == {"nbgrader.server_extensions.validate_assignment": True,
+    assert server == {"gpudl.labserver": True,
+                      "nbgrader.server_extensions.validate_assignment": False,
                       "nbgrader.server_extensions.formgrader": False,
                       "nbgrader.server_extensions.course_list": False,
                       "nbgrader.server_extensions.assignment_list": False}
@@ -87,3 +87,96 @@ def test_notebooks_are_handed_out_with_the_kernels_language_info_and_saved_uncha
     assert served == stored                         # nothing else changes
     assert (tmp_path / "labs" / "a.ipynb").read_text() == original     # and the file is untouched
     assert asyncio.run(cm.get("labs/notes.txt"))["content"] == "not a notebook"
+
+
+# --- Validate: on labs only, its answer led by a summary line ---------------------------------------
+
+def _graded_notebook(cells):
+    """A notebook of (kind, source, grade_id, points) cells with nbgrader's metadata, as a release has it."""
+    import nbformat
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    for kind, source, grade_id, points in cells:
+        make = nbformat.v4.new_markdown_cell if kind == "answer" else nbformat.v4.new_code_cell
+        meta = {"grade": kind in ("test", "answer"), "solution": kind in ("solution", "answer"),
+                "locked": kind == "test", "grade_id": grade_id, "schema_version": 3}
+        if points is not None:
+            meta["points"] = points
+        nb.cells.append(make(source, metadata={"nbgrader": meta}))
+    return nb
+
+
+def _output(cell, *outputs):
+    import nbformat
+    cell.outputs = [nbformat.from_dict(o) for o in outputs]
+    return cell
+
+
+def test_the_summary_counts_tests_and_points_as_nbgrader_grades_them():
+    nb = _graded_notebook([("solution", "def f(): return 1", "f", None),
+                           ("test", "check(f)", "test_f", 4),
+                           ("test", "check(g)", "test_g", 3),
+                           ("test", "check(h)", "test_h", 2),
+                           ("answer", "Explain why.", "why", 5)])
+    _output(nb.cells[1], {"output_type": "error", "ename": "AssertionError", "evalue": "off by 2", "traceback": []})
+    _output(nb.cells[2], {"output_type": "stream", "name": "stderr", "text": "a warning\n"})   # nbgrader: a failure
+    _output(nb.cells[3], {"output_type": "stream", "name": "stdout", "text": "fine\n"})
+    s = labserver.summary(nb)
+    assert (s["tests"], s["passed"], s["points"], s["max_points"], s["manual_points"]) == (3, 1, 2, 9, 5)
+    assert s["line"] == "1 of 3 tests pass (2 of 9 points); 5 more points are graded by hand"
+    for cell in nb.cells[1:3]:
+        cell.outputs = []
+    assert labserver.summary(nb)["line"] == "3 of 3 tests pass (9 of 9 points); 5 more points are graded by hand"
+    one = _graded_notebook([("test", "check(f)", "test_f", 1.5)])
+    assert labserver.summary(one)["line"] == "1 of 1 test pass (1.5 of 1.5 points)"
+
+
+def test_labs_have_graded_cells_and_lectures_none():
+    import nbformat
+    labs = sorted(ROOT.glob("labs/*/*.ipynb"))
+    lectures = sorted(ROOT.glob("course/*.ipynb"))
+    assert labs and lectures
+    for path in labs:
+        assert labserver.is_lab(nbformat.read(str(path), as_version=4)), path.name
+        assert labserver.is_lab(json.loads(path.read_text())), path.name          # the JSON, as the browser has it
+    for path in [*lectures, ROOT / "START.ipynb"]:
+        assert not labserver.is_lab(nbformat.read(str(path), as_version=4)), path.name
+
+
+def test_validate_answers_a_lecture_without_running_it(tmp_path):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A lecture"), nbformat.v4.new_code_cell("raise SystemExit(3)")]
+    path = tmp_path / "lecture.ipynb"
+    nbformat.write(nb, str(path))
+    assert labserver.validate(path) == {"lecture": True}
+
+
+def test_validate_runs_a_lab_and_leads_with_the_summary(tmp_path):
+    import nbformat
+    nb = _graded_notebook([("solution", "def f(x):\n    return 2 * x", "f", None),
+                           ("test", "assert f(2) == 4", "test_f", 3),
+                           ("test", "assert f(3) == 7, 'f(3) should be 7: did you add 1?'", "test_f_plus", 2),
+                           ("test", "import sys; print('noise', file=sys.stderr)", "test_quiet", 1)])
+    path = tmp_path / "lab.ipynb"
+    nbformat.write(nb, str(path))
+    result = labserver.validate(path)
+    assert result["summary"]["line"] == "1 of 3 tests pass (3 of 6 points)"
+    failed = {f["grade_id"]: f for f in result["failed"]}
+    assert sorted(failed) == ["test_f_plus", "test_quiet"]
+    assert (failed["test_f_plus"]["points"], failed["test_f_plus"]["max_points"]) == (0, 2)
+    assert "did you add 1?" in failed["test_f_plus"]["raw_error"]
+    assert failed["test_quiet"]["source"] == nb.cells[3].source
+
+
+def test_gpudls_lab_extension_is_a_federated_extension_jupyterlab_finds(tmp_path):
+    from jupyterlab_server.config import get_federated_extensions
+    found = get_federated_extensions([str(labserver.LABEXTENSIONS)])
+    assert list(found) == ["gpudl"]
+    build = found["gpudl"]["jupyterlab"]["_build"]
+    script = labserver.LABEXTENSIONS / "gpudl" / build["load"]
+    text = script.read_text()
+    assert build["extension"] == "./extension" and "window._JUPYTERLAB.gpudl" in text
+    assert '"gpudl:validate"' in text and '"assignments/validate"' in text
+    cmd, _ = labserver.lab_command(ROOT, tmp_path)
+    assert f"--LabApp.extra_labextensions_path={labserver.LABEXTENSIONS}" in cmd
