@@ -9,7 +9,7 @@ import re
 import pytest
 
 from conftest import ROOT, SANDBOX, SECRET, all_mutants, student_copy
-from test_browser import CHROMIUM_ARGS, find_chromium
+from test_browser import CHROMIUM_ARGS, chromium  # noqa: F401 - chromium: the fixture, shared
 
 from gpudl import notebooks
 from gpudl_instructor import pipeline
@@ -34,11 +34,10 @@ def page_path(lab_course):
     return result.feedback, mutant
 
 
-def test_the_feedback_page_draws_its_equations_and_names_its_tests(page_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is missing (make setup)")
-    exe = find_chromium()
-    if exe is None:
-        pytest.skip("no Chromium on this machine: `make system-deps` installs Debian's as root")
+def test_the_feedback_page_draws_its_equations_and_names_its_tests(page_path, chromium):
+    from playwright import sync_api
+
+    exe = chromium
     path, mutant = page_path
     html = path.read_text()
     hidden = [line.strip() for cell in notebooks.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb").cells

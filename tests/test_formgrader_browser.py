@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT, SANDBOX, student_copy
-from test_browser import CHROMIUM_ARGS, find_chromium
+from test_browser import CHROMIUM_ARGS, chromium  # noqa: F401 - chromium: the fixture, shared
 from test_jupyterlab import free_port, serving
 
 from gpudl import notebooks
@@ -45,17 +45,6 @@ def hidden_test_lines() -> list[str]:
             lines += [line.strip() for line in block.splitlines() if line.strip()]
     assert lines, "lab01 has no hidden tests: pick a lab that has"
     return lines
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    pytest.importorskip("playwright.sync_api", reason="Playwright for Python is missing: `make setup` installs "
-                                                      "the dev dependencies (pip install -e '.[dev]')")
-    exe = find_chromium()
-    if exe is None:
-        pytest.skip("no Chromium on this machine: `make system-deps` installs Debian's as root "
-                    "(apt-get install chromium), or set GPUDL_CHROMIUM to a Chromium or Chrome executable")
-    return exe
 
 
 @pytest.fixture(scope="module")
