@@ -207,15 +207,19 @@ def ring_broadcast(tensor: torch.Tensor, src: int = 0, chunks: int = 1) -> int:
     return sent
 
 
+def _ring_chunks(tensor: torch.Tensor) -> tuple[int, int, int, int, list[torch.Tensor]]:
+    """This rank, the world size, the ring's neighbours and the k chunks (views) of ``tensor``."""
+    rank, k = dist.get_rank(), dist.get_world_size()
+    flat = _flat(tensor)
+    return rank, k, *ring_neighbours(rank, k), [flat[a:b] for a, b in chunk_bounds(flat.numel(), k)]
+
+
 @reference
 def ring_reduce_scatter(tensor: torch.Tensor) -> int:
     """Sum ``tensor`` over ranks so that chunk r of rank r's tensor holds chunk r of the sum
     (in place); returns the bytes this rank sent: N minus its own chunk. In step s rank r sends
     chunk (r - s - 1) % k, receives chunk (r - s - 2) % k and adds it in."""
-    rank, k = dist.get_rank(), dist.get_world_size()
-    left, right = ring_neighbours(rank, k)
-    flat = _flat(tensor)
-    chunks = [flat[a:b] for a, b in chunk_bounds(flat.numel(), k)]
+    rank, k, left, right, chunks = _ring_chunks(tensor)
     sent = 0
     for step in range(k - 1):
         out, into = chunks[(rank - step - 1) % k], chunks[(rank - step - 2) % k]
@@ -229,10 +233,7 @@ def ring_reduce_scatter(tensor: torch.Tensor) -> int:
 def ring_all_gather(tensor: torch.Tensor) -> int:
     """Given chunk r valid on rank r, fill in every chunk on every rank (in place); returns the
     bytes this rank sent: N minus the chunk of its right neighbour."""
-    rank, k = dist.get_rank(), dist.get_world_size()
-    left, right = ring_neighbours(rank, k)
-    flat = _flat(tensor)
-    chunks = [flat[a:b] for a, b in chunk_bounds(flat.numel(), k)]
+    rank, k, left, right, chunks = _ring_chunks(tensor)
     sent = 0
     for step in range(k - 1):
         sent += _exchange(chunks[(rank - step) % k], right, chunks[(rank - step - 1) % k], left)
