@@ -383,10 +383,10 @@ def test_bench_inference_int8_runs_on_this_device(tmp_path):
     whats = [r["what"] for r in table.rows]
     if CUDA:
         assert whats == ["torch.matmul FP16 (cuBLAS)", "torch._int_mm, B row-major", "torch._int_mm, B column-major",
-                         "Triton INT8 (int8_matmul_triton)"]
+                         "Triton INT8 (int8_matmul_triton)", inference.LAYER_ROW]
         kept = inference.recorded_int8(record)
         (gpu, entry), = kept.items()
-        assert entry["command"].startswith("gpudl bench inference") and len(entry["rows"]) == 4
+        assert entry["command"].startswith("gpudl bench inference") and len(entry["rows"]) == 5
         assert all(r["TOP/s"] > 0 and r["n"] == 512 for r in entry["rows"])
     else:
         assert whats == ["NumPy int8 -> int32", "NumPy float32 (BLAS)"]

@@ -11,6 +11,22 @@ def _share(what: str) -> float:
     return next(r["time_pct"] for r in profiling.lecture_rows() if r["what"] == what)
 
 
+def _int8(n: int, what: str, key: str) -> float:
+    """A row of the INT8 GEMMs `gpudl bench inference --record` kept for the H100 (course/data)."""
+    from gpudl.benchmarks import inference
+
+    rows = inference.recorded_int8()["H100-SXM"]["rows"]
+    names = {"fp16": "torch.matmul FP16 (cuBLAS)", "row": "torch._int_mm, B row-major",
+             "col": "torch._int_mm, B column-major", "triton": "Triton INT8 (int8_matmul_triton)",
+             "layer": inference.LAYER_ROW}
+    return next(r[key] for r in rows if r["n"] == n and r["what"] == names[what])
+
+
+def _of_peak(n: int, what: str) -> float:
+    dtype = "fp16" if what == "fp16" else "int8"
+    return _int8(n, what, "TOP/s") * 1e12 / hardware.peak_flops("H100-SXM", dtype) * 100
+
+
 def _per_iteration(what: str) -> int:
     return next(r["per_iteration"] for r in profiling.lecture_rows() if r["what"] == what)
 
@@ -98,6 +114,29 @@ FIGURES = [
     Figure("about 133,000 worst-case terms", 133_000, lambda ns: ns["products_to_overflow"], rtol=0.01),
     Figure("INT8's peak is 2x FP16's on an H100", 2,
            lambda ns: hardware.peak_flops("H100-SXM", "int8") / hardware.peak_flops("H100-SXM", "fp16")),
+    # INT8 GEMMs measured on an H100 (course/data/int8_gemm.json)
+    Figure("cuBLAS FP16 ran at 717 TFLOP/s", 717, lambda ns: _int8(8192, "fp16", "TOP/s"), rtol=1e-3),
+    Figure("717 TFLOP/s, 72% of its peak", 72, lambda ns: _of_peak(8192, "fp16"), atol=0.5, rtol=0),
+    Figure("row-major ran at 130 TOP/s", 130, lambda ns: _int8(8192, "row", "TOP/s"), atol=0.5, rtol=0),
+    Figure("0.18x FP16 and 7% of INT8's peak", 0.18, lambda ns: _int8(8192, "row", "speed-up"), atol=0.005, rtol=0),
+    Figure("0.18x FP16 and 7% of INT8's peak", 7, lambda ns: _of_peak(8192, "row"), atol=0.5, rtol=0),
+    Figure("column-major ran at 896 TOP/s", 896, lambda ns: _int8(8192, "col", "TOP/s"), atol=0.5, rtol=0),
+    Figure("896 TOP/s, 1.26x FP16", 1.26, lambda ns: _int8(8192, "col", "speed-up"), atol=0.005, rtol=0),
+    Figure("Triton kernel at 1,159 TOP/s", 1159, lambda ns: _int8(8192, "triton", "TOP/s"), atol=0.5, rtol=0),
+    Figure("1,159 TOP/s, 1.62x FP16", 1.62, lambda ns: _int8(8192, "triton", "speed-up"), atol=0.005, rtol=0),
+    Figure("(1.67x with the", 1.67, lambda ns: _int8(8192, "layer", "speed-up"), atol=0.005, rtol=0),
+    Figure("reach 45% of INT8's peak", 45, lambda ns: _of_peak(8192, "col"), atol=0.5, rtol=0),
+    Figure("FP16 kernels reach 72% of theirs", 72, lambda ns: _of_peak(8192, "fp16"), atol=0.5, rtol=0),
+    Figure("twice the peak bought 1.26x", 1.26, lambda ns: _int8(8192, "col", "speed-up"), atol=0.005, rtol=0),
+    Figure("timing 51 configurations", 51, None,
+           why="scripts/int8_tune.py's sweep on an H100 (2026-11-27): 32 configurations at 2048^3 and 8192^3, 19 more "
+               "at 2048^3; its output is not kept with the lecture"),
+    Figure("the margin shrinks to 1.19x", 1.19, lambda ns: _int8(2048, "triton", "speed-up"), atol=0.005, rtol=0),
+    Figure("(1.28x with the FP16 epilogue)", 1.28, lambda ns: _int8(2048, "layer", "speed-up"), atol=0.005, rtol=0),
+    Figure("The whole product takes 23 us", 23, lambda ns: _int8(2048, "triton", "median ms") * 1e3, atol=0.5, rtol=0),
+    Figure("ran 2048^3 at 1.32x FP16", 1.32, None,
+           why="scripts/int8_graph.py on an H100 (2026-11-27): triton.testing.do_bench_cudagraph, 18.3 us against "
+               "cuBLAS FP16's 24.2 us; a probe, not part of the bench's record"),
     Figure("multiplying row 7 of the first layer by 256", 256, lambda ns: ns["FACTOR"]),
     # tuning and batching
     Figure("from 0.26 ms for Winograd", 0.26, lambda ns: conv.LECTURE_GV100_3X3["WINOGRAD"][0]),

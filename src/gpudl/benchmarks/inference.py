@@ -11,7 +11,10 @@ Three measurements of Unit 09, one table:
   kernels read B K-major, i.e. column-major, and a row-major B runs far below it), the same
   with B column-major (``quantization.int8_matmul``'s layout), and the Triton kernel
   ``gemm.int8.int8_matmul_triton`` (autotuned); each INT8 result is checked equal to the others
-  and a corner to exact (int64) integer arithmetic. The four GEMMs are warmed together and timed
+  and a corner to exact (int64) integer arithmetic. A fifth row is the INT8 linear layer's form
+  of the Triton kernel: per-row and per-column scales in the epilogue, FP16 stored (half the
+  bytes of INT32 sums, as the FP16 GEMM stores), checked against the scaled INT32 sums. The five
+  GEMMs are warmed together and timed
   in turns, so no row gets the clock of an idle GPU. ``--record`` keeps the rows, with the device,
   date and command, in ``course/data/int8_gemm.json`` (``RECORD_FILE``), which lecture 09 shows;
 - batching: a small ResNet's latency and throughput against batch size, and which batches meet
@@ -32,6 +35,9 @@ from typing import Any
 from ..table import Table
 
 PARTS = ("fusion", "int8", "batching")
+FP16_ROW = "torch.matmul FP16 (cuBLAS)"
+# The INT8 layer's row: the Triton GEMM with per-row and per-column scales in its epilogue, FP16 out
+LAYER_ROW = "Triton INT8, scales in epilogue, FP16 out"
 # Where ``--record`` keeps the INT8 rows: the course's data folder, beside the lecture that shows
 # them (this module's source lies in src/gpudl/benchmarks/ of the course repository).
 RECORD_FILE = Path(__file__).resolve().parents[3] / "course" / "data" / "int8_gemm.json"
@@ -121,14 +127,24 @@ def _int8_cuda(n: int, budget_s: float, rounds: int, warm_s: float) -> list[dict
     b_row = b8.cuda()                                      # (K, N) row-major: N-major, the trap
     b_col = q.column_major(b_row)                          # (K, N) column-major: K-major
     ah, bh = a.half(), b_row.half()
+    # the quantized linear layer's scales (per row of the activations, per output channel), applied
+    # in the Triton kernel's epilogue, which stores FP16 as the FP16 layer it replaces would
+    sa = torch.rand(n, generator=g).mul_(1e-3).cuda()
+    sb = torch.rand(n, generator=g).mul_(1e-3).cuda()
     calls = {
-        "torch.matmul FP16 (cuBLAS)": lambda: torch.matmul(ah, bh),
+        FP16_ROW: lambda: torch.matmul(ah, bh),
         "torch._int_mm, B row-major": lambda: torch._int_mm(a, b_row),
         "torch._int_mm, B column-major": lambda: torch._int_mm(a, b_col),
         "Triton INT8 (int8_matmul_triton)": lambda: int8_gemm.int8_matmul_triton(a, b_col),
+        LAYER_ROW: lambda: int8_gemm.int8_matmul_triton(a, b_col, scale_a=sa, scale_b=sb, out_dtype=torch.float16),
     }
     got = {name: fn() for name, fn in list(calls.items())[1:]}      # the Triton kernel autotunes here
     _int8_exact(a8, b8, got["torch._int_mm, B column-major"])
+    layer = got.pop(LAYER_ROW).double()
+    want = got["torch._int_mm, B column-major"].double() * sa.double()[:, None] * sb.double()[None, :]
+    if not torch.allclose(layer, want, rtol=2e-3, atol=1e-3):        # FP16 rounding of the scaled sums
+        raise AssertionError(f"{LAYER_ROW} differs from the INT32 sums scaled by more than FP16's rounding")
+    del layer, want
     for name, c in got.items():
         if not torch.equal(c, got["torch._int_mm, B column-major"]):
             raise AssertionError(f"{name} differs from torch._int_mm: an INT8 GEMM is not exact")
@@ -144,19 +160,21 @@ def _int8_cuda(n: int, budget_s: float, rounds: int, warm_s: float) -> list[dict
             medians[name].append(timing.measure(fn, "cuda", what=f"{name} {n}^3", budget_s=budget_s).median)
     spec = hardware.detect()
     peaks = {"fp16": hardware.peak_flops(spec, "fp16"), "int8": hardware.peak_flops(spec, "int8")} if spec else {}
-    fp16 = medians["torch.matmul FP16 (cuBLAS)"]
-    cfg = int8_gemm.best_int8_config(n, n, n)
+    fp16 = medians[FP16_ROW]
+    configs = {"Triton INT8 (int8_matmul_triton)": int8_gemm.best_int8_config(n, n, n, torch.int32),
+               LAYER_ROW: int8_gemm.best_int8_config(n, n, n, torch.float16)}
     rows = []
     for name, times in medians.items():
         seconds = statistics.median(times)
         rate = 2 * n ** 3 / seconds
-        peak = peaks.get("fp16" if "FP16" in name else "int8")
+        peak = peaks.get("fp16" if name == FP16_ROW else "int8")
         if peak:
             timing.check_plausible(rate, peak, what=f"{name} {n}^3", unit="OP/s")
         rows.append({"part": "int8", "case": f"{n}^3", "what": name, "median ms": seconds * 1e3,
                      "rate": f"{rate / 1e12:,.4g} TOP/s" + (f" ({rate / peak:.0%} of peak)" if peak else ""),
                      "speed-up": statistics.median(f / t for f, t in zip(fp16, times)),
-                     "config": (f"{cfg.label} w{cfg.num_warps} s{cfg.num_stages}" if cfg and "Triton" in name else "")})
+                     "config": (f"{cfg.label} w{cfg.num_warps} s{cfg.num_stages}"
+                                if (cfg := configs.get(name)) else "")})
     return rows
 
 

@@ -59,7 +59,7 @@ def _epilogue(acc, rows, cols, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, stride_cm,
         y = acc.to(tl.float32) * sa[:, None] * sb[None, :]
         if HAS_BIAS:
             y += tl.load(bias_ptr + cols, mask=cols < N, other=0.0)[None, :]
-        tl.store(c_ptrs, y, mask=inside)
+        tl.store(c_ptrs, y.to(c_ptr.dtype.element_ty), mask=inside)
     else:
         tl.store(c_ptrs, acc, mask=inside)
 
@@ -98,7 +98,7 @@ def int8_matmul_kernel(a_ptr, b_ptr, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, K,
         else:
             a = tl.load(a_rows + ks[None, :] * stride_ak, mask=ks[None, :] < K, other=0)
             b = tl.load(b_cols + ks[:, None] * stride_bk, mask=ks[:, None] < K, other=0)
-        acc = tl.dot(a, b, acc)                     # int8 x int8 -> int32
+        acc = tl.dot(a, b, acc, out_dtype=tl.int32)  # int8 x int8 -> int32
     _epilogue(acc, rows, cols, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, stride_cm, stride_cn, stride_sa, stride_sb,
               SCALED, HAS_BIAS)
 
@@ -126,7 +126,7 @@ def int8_matmul_kernel_tma(a_ptr, bt_ptr, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N,
         for ki in range(k_tiles):
             a = a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])         # (BLOCK_M, BLOCK_K)
             bt = b_desc.load([pid_n * BLOCK_N, ki * BLOCK_K])        # (BLOCK_N, BLOCK_K)
-            acc = tl.dot(a, bt.T, acc)
+            acc = tl.dot(a, bt.T, acc, out_dtype=tl.int32)
         rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         _epilogue(acc, rows, cols, c_ptr, sa_ptr, sb_ptr, bias_ptr, M, N, stride_cm, stride_cn, stride_sa,
@@ -167,28 +167,29 @@ class Int8Config:
                 "num_warps": self.num_warps, "num_stages": self.num_stages}
 
 
-# What the autotuner tries on a GPU, for Hopper (H100, H200): large tiles, BLOCK_K = 128 (128
-# bytes of int8: one 128-byte swizzled row of shared memory, what TMA and the MMA like), 8 warps
-# for the 128 x 256 accumulator (128 INT32 registers a thread), 3-4 stages (each stage of a
-# 128 x 256 x 128 tile is 48 KB of shared memory), the grouped order with GROUP_M = 8; smaller
-# tiles so that a 2048^3 problem still fills 132 multiprocessors. A configuration that does not
-# compile or fit on the GPU at hand is skipped. Not yet measured on a GPU: ``gpudl bench
-# inference`` reports the one chosen.
+# What the autotuner tries on a GPU, for Hopper (H100, H200), chosen by timing 51 configurations at
+# 2048^3 and 8192^3 on an H100 (scripts/int8_tune.py, November 2026). Large problems: the
+# persistent TMA kernel with 128 x 256 x 128 tiles (BLOCK_K = 128 bytes of int8, one 128-byte
+# swizzled row of shared memory; 8 warps for the 128 x 256 INT32 accumulator; 3-4 stages of 48 KB)
+# was fastest, the plain kernel with the same tiles within 8%. At 2048^3, where 128 x 256 tiles
+# make one wave of 128 programs on 132 multiprocessors, 128 x 128 x 64 tiles with 4 warps and
+# 4-6 stages (80 KB of shared memory: two programs share a multiprocessor, so one's loads and
+# stores overlap the other's MMAs) won. Two stages starve the tensor cores (0.8x FP16), and
+# 256 x 256 tiles spill the accumulator (0.2-0.5x). A configuration that does not compile or fit
+# on the GPU at hand is skipped; ``gpudl bench inference`` reports the one chosen.
 INT8_CONFIGS = (
-    Int8Config(128, 256, 128, 8, num_warps=8, num_stages=3),
-    Int8Config(128, 256, 128, 8, num_warps=8, num_stages=4),
-    Int8Config(256, 128, 128, 8, num_warps=8, num_stages=3),
-    Int8Config(256, 128, 128, 8, num_warps=8, num_stages=4),
-    Int8Config(128, 128, 128, 8, num_warps=8, num_stages=4),
-    Int8Config(128, 128, 128, 8, num_warps=4, num_stages=4),
-    Int8Config(128, 256, 64, 8, num_warps=8, num_stages=5),
-    Int8Config(128, 128, 64, 8, num_warps=4, num_stages=6),
-    Int8Config(64, 128, 128, 8, num_warps=4, num_stages=5),
     Int8Config(128, 256, 128, 8, num_warps=8, num_stages=3, tma=True),
     Int8Config(128, 256, 128, 8, num_warps=8, num_stages=4, tma=True),
     Int8Config(256, 128, 128, 8, num_warps=8, num_stages=3, tma=True),
-    Int8Config(128, 128, 128, 8, num_warps=8, num_stages=4, tma=True),
-    Int8Config(128, 128, 128, 8, num_warps=4, num_stages=5, tma=True),
+    Int8Config(128, 128, 256, 8, num_warps=8, num_stages=3, tma=True),
+    Int8Config(128, 256, 128, 8, num_warps=8, num_stages=3),
+    Int8Config(128, 256, 128, 8, num_warps=8, num_stages=4),
+    Int8Config(256, 128, 128, 8, num_warps=8, num_stages=4),
+    Int8Config(256, 128, 128, 16, num_warps=8, num_stages=3),
+    Int8Config(128, 128, 64, 8, num_warps=4, num_stages=5),
+    Int8Config(128, 128, 64, 8, num_warps=4, num_stages=4),
+    Int8Config(128, 128, 64, 8, num_warps=8, num_stages=5),
+    Int8Config(128, 128, 64, 4, num_warps=4, num_stages=6),
 )
 # In the interpreter every program runs one after another in Python: few, large tiles are fastest.
 INT8_INTERPRETER_CONFIG = Int8Config(32, 32, 32, 4, num_warps=4, num_stages=1)
@@ -297,14 +298,16 @@ def _scale_vector(s: Any, length: int, device: Any, what: str) -> Any:
 
 @reference
 def int8_matmul_triton(a: Any, b: Any, *, scale_a: Any = None, scale_b: Any = None, bias: Any = None,
-                       config: Int8Config | None = None) -> Any:
+                       out_dtype: Any = None, config: Int8Config | None = None) -> Any:
     """``a @ b`` for int8 torch matrices a (M, K) and b (K, N) on INT8 tensor cores, summed in INT32.
 
     Without scales or bias the result is the INT32 sums (M, N), equal to exact integer
     arithmetic (while no sum leaves INT32: K <= 133,000 products of +-127). With them it is
-    ``sums * scale_a[m] * scale_b[n] + bias[n]`` in FP32 (M, N), computed in the epilogue:
-    ``scale_a`` one number or M (per tensor, or per row of a), ``scale_b`` one number or N (per
-    tensor, or per column of b: an output channel), a missing scale 1, ``bias`` N numbers.
+    ``sums * scale_a[m] * scale_b[n] + bias[n]`` (M, N), computed in FP32 in the epilogue and
+    stored as ``out_dtype`` (FP32 by default; FP16 or BF16 for the next layer of a network that
+    runs in 16 bits, which also halves the bytes the epilogue writes): ``scale_a`` one number or
+    M (per tensor, or per row of a), ``scale_b`` one number or N (per tensor, or per column of b:
+    an output channel), a missing scale 1, ``bias`` N numbers.
 
     On a GPU a is made row-major and b column-major (both K-major: what the INT8 MMA reads; a
     copy only when they are not: store a weight W (N, K) row-major and pass ``W.T``), and the
@@ -340,12 +343,17 @@ def int8_matmul_triton(a: Any, b: Any, *, scale_a: Any = None, scale_b: Any = No
         bias = torch.as_tensor(bias, dtype=torch.float32, device=a.device).reshape(-1).contiguous()
         if bias.numel() != N:
             raise ValueError(f"bias must have N = {N} numbers, got {bias.numel()}")
-    out = torch.empty((M, N), dtype=torch.float32 if scaled else torch.int32, device=a.device)
+    if out_dtype is not None and not scaled:
+        raise ValueError("out_dtype applies to the scaled result; the sums alone are INT32 (give scale_a, scale_b "
+                         "or bias)")
+    if out_dtype not in (None, torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError(f"out_dtype must be torch.float32, float16 or bfloat16, got {out_dtype}")
+    out = torch.empty((M, N), dtype=(out_dtype or torch.float32) if scaled else torch.int32, device=a.device)
     if M == 0 or N == 0:
         return out
     if K == 0:
         out.zero_()
-        return out + bias if bias is not None else out
+        return (out + bias).to(out.dtype) if bias is not None else out
     if not interpreted:
         if a.stride(1) != 1:
             a = a.contiguous()                  # rows of A along K
@@ -362,11 +370,12 @@ def int8_matmul_triton(a: Any, b: Any, *, scale_a: Any = None, scale_b: Any = No
     return out
 
 
-def best_int8_config(M: int, N: int, K: int) -> Int8Config | None:
-    """The configuration the autotuner chose for (M, N, K) on this GPU (its latest), if it has run."""
+def best_int8_config(M: int, N: int, K: int, out_dtype: Any = None) -> Int8Config | None:
+    """The configuration the autotuner chose for (M, N, K) on this GPU (its latest), if it has run;
+    ``out_dtype`` (torch.int32 for the sums, or the scaled result's dtype) picks among epilogues."""
     found = None
     for key, cfg in _autotuned.cache.items():
-        if tuple(key[:3]) == (M, N, K):
+        if tuple(key[:3]) == (M, N, K) and out_dtype in (None, key[7]):
             found = cfg
     return found
 

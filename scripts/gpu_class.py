@@ -1,0 +1,92 @@
+"""A class of N copies of a lab's solution and one student per mutant, to grade on a GPU machine.
+
+    python3 scripts/gpu_class.py make LAB SUBS [--copies N] [--mutants]
+    gpudl grade LAB SUBS --out OUT
+    python3 scripts/gpu_class.py check LAB OUT
+
+``make`` writes SUBS/solution-NN/LAB.ipynb (what a good student hands in: the release with the
+solution cells) and SUBS/m-NAME/LAB.ipynb for each mutant of tests/mutants/LAB. ``check`` reads
+OUT/grades.csv: every copy must keep full marks, every mutant must lose points in each test
+cell its header names; it prints the counts and every exception, and exits 1 on any.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+
+
+def make(lab: str, subs: Path, copies: int, with_mutants: bool) -> None:
+    import nbformat
+
+    from conftest import all_mutants, student_copy
+    from gpudl import notebooks
+
+    good = student_copy(lab)
+    for i in range(copies):
+        (subs / f"solution-{i:02d}").mkdir(parents=True, exist_ok=True)
+        nbformat.write(good, subs / f"solution-{i:02d}" / f"{lab}.ipynb")
+    n = 0
+    for m in all_mutants() if with_mutants else []:
+        if m.lab != lab:
+            continue
+        nb = student_copy(lab)
+        cell = notebooks.find_cell(nb, m.cell)
+        cell.source = m.planted(cell.source)
+        (subs / f"m-{m.name}").mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, subs / f"m-{m.name}" / f"{lab}.ipynb")
+        n += 1
+    print(f"{subs}: {copies} copies of the solution, {n} mutants")
+
+
+def check(lab: str, out: Path) -> int:
+    from conftest import all_mutants
+
+    rows = {r["student"]: r for r in csv.DictReader(open(out / "grades.csv"))}
+    fails = {m.name: m.fails for m in all_mutants() if m.lab == lab}
+    bad = 0
+    copies = [r for s, r in rows.items() if s.startswith("solution-")]
+    full = [r for r in copies if r["status"] == "graded" and float(r["score"]) == float(r["max_score"])]
+    print(f"{lab}: {len(full)} of {len(copies)} copies of the solution kept full marks")
+    for r in copies:
+        if r not in full:
+            bad += 1
+            print(f"  {r['student']}: {r['score']}/{r['max_score']} {r['status']} {r['reason']} {r['notes'][:400]}")
+    caught = 0
+    for s, r in sorted(rows.items()):
+        if not s.startswith("m-"):
+            continue
+        name = s[2:]
+        if r["status"] != "graded" or float(r["score"]) < float(r["max_score"]):
+            caught += 1
+        else:
+            bad += 1
+            print(f"  mutant {name} kept {r['score']}/{r['max_score']} (should lose {', '.join(fails.get(name, ()))})")
+    print(f"{lab}: {caught} of {sum(1 for s in rows if s.startswith('m-'))} mutants lost points")
+    return 1 if bad else 0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("lab")
+    m.add_argument("subs", type=Path)
+    m.add_argument("--copies", type=int, default=50)
+    m.add_argument("--mutants", action="store_true")
+    c = sub.add_parser("check")
+    c.add_argument("lab")
+    c.add_argument("out", type=Path)
+    a = p.parse_args()
+    if a.cmd == "make":
+        make(a.lab, a.subs, a.copies, a.mutants)
+    else:
+        sys.exit(check(a.lab, a.out))
+
+
+if __name__ == "__main__":
+    main()
