@@ -396,8 +396,11 @@ def test_kernel_script_rebuilds_a_kernel_with_its_constants_and_device_functions
     path2 = kernel_script(uses_device_function, 2, 32, [x[:40], np.zeros(40, np.float32), 40], str(tmp_path))
     assert "@cuda.jit(device=True)\ndef twice" in open(path2).read()
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    done = subprocess.run([sys.executable, path2], env=env, capture_output=True, text=True, timeout=300)
+    # it runs once per sanitizer tool and exercise: it must not pay for importing torch (or gpudl)
+    probe = f"import runpy, sys; runpy.run_path({path2!r}); print(sorted({{'torch', 'gpudl'}} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
 
 
 def test_sanitize_without_the_tool_says_so(monkeypatch):

@@ -236,8 +236,8 @@ class Sandbox:
             env["PYTHONPATH"] = ":".join(p for p in os.environ["PYTHONPATH"].split(":")
                                          if p and os.path.isdir(p) and p in _python_paths())
         for name in ("CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-                     "NVSHMEM_DISABLE_NVLS", "GPUDL_DEVICE", "TRITON_INTERPRET", "NUMBA_ENABLE_CUDASIM",
-                     "OMP_NUM_THREADS"):
+                     "NVSHMEM_DISABLE_NVLS", "GPUDL_DEVICE", "GPUDL_SANITIZE", "TRITON_INTERPRET",
+                     "NUMBA_ENABLE_CUDASIM", "OMP_NUM_THREADS"):
             if name in os.environ:
                 env[name] = os.environ[name]
         if self.checker_socket is not None:
