@@ -114,6 +114,8 @@ FIGURES = [
     Figure("about 133,000 worst-case terms", 133_000, lambda ns: ns["products_to_overflow"], rtol=0.01),
     Figure("INT8's peak is 2x FP16's on an H100", 2,
            lambda ns: hardware.peak_flops("H100-SXM", "int8") / hardware.peak_flops("H100-SXM", "fp16")),
+    Figure("inference latency of 7 ms with TensorRT", 7, None,
+           why="the cuDNN lecture's Volta slide ('ResNet-50 Inference: TensorRT - 7ms Latency'), quoted as the deck gives it"),
     # INT8 GEMMs measured on an H100 (course/data/int8_gemm.json)
     Figure("cuBLAS FP16 ran at 717 TFLOP/s", 717, lambda ns: _int8(8192, "fp16", "TOP/s"), rtol=1e-3),
     Figure("717 TFLOP/s, 72% of its peak", 72, lambda ns: _of_peak(8192, "fp16"), atol=0.5, rtol=0),
