@@ -46,7 +46,11 @@ def count_tests_and_points(path: Path, answered: str) -> tuple[int, float, float
 
 @pytest.fixture
 def page(served, chromium):
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # expect() waits 5 s by default, whatever the page's timeout: on a busy 2-core machine JupyterLab
+    # took longer than that to open START.ipynb (CI, November 2026)
+    expect.set_options(timeout=60_000)
 
     base, token, handout, tmp = served
     ARTIFACTS.mkdir(exist_ok=True)
