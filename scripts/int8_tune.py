@@ -32,9 +32,13 @@ SMALL = [(128, 128, 64, 8, 4, st, False) for st in (3, 4, 5, 7)] + [
     (128, 128, 64, 8, 4, 6, False)]
 
 
+def _configs(rows: list[tuple]) -> list[g8.Int8Config]:
+    return [g8.Int8Config(m, n, k, gm, num_warps=w, num_stages=s, tma=t) for m, n, k, gm, w, s, t in rows]
+
+
 def configs(quick: bool, small: bool = False) -> list[g8.Int8Config]:
     if small:
-        return [g8.Int8Config(m, n, k, gm, num_warps=w, num_stages=s, tma=t) for m, n, k, gm, w, s, t in SMALL]
+        return _configs(SMALL)
     out = list(g8.INT8_CONFIGS)
     extra = [
         (128, 256, 128, 8, 8, 2, False), (128, 256, 128, 16, 8, 3, False), (256, 128, 128, 16, 8, 3, False),
@@ -45,7 +49,7 @@ def configs(quick: bool, small: bool = False) -> list[g8.Int8Config]:
         (256, 256, 64, 8, 8, 3, True), (128, 128, 128, 8, 8, 5, True), (128, 128, 256, 8, 8, 3, True),
     ]
     if not quick:
-        out += [g8.Int8Config(m, n, k, gm, num_warps=w, num_stages=s, tma=t) for m, n, k, gm, w, s, t in extra]
+        out += _configs(extra)
     return list(dict.fromkeys(out))
 
 

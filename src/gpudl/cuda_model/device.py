@@ -151,14 +151,12 @@ def kernel_script(kernel: Any, grid: Any, block: Any, args: Sequence[Any], folde
     np.savez(os.path.join(folder, "args.npz"), **arrays)
     with open(os.path.join(folder, "scalars.json"), "w") as f:
         json.dump(scalars, f)
-    # numba-cuda as gpudl prepares it (hardware.configure_numba), without importing gpudl and torch:
-    # the script starts under compute-sanitizer once per tool and exercise, and torch's import was a
-    # third of its time
-    lines = ["import json, math, os", "import numpy as np",
-             "if not hasattr(np, 'row_stack'):\n    np.row_stack = np.vstack",
-             "os.environ.setdefault('NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS', '0')",
-             "os.environ.setdefault('NUMBA_CUDA_WARN_ON_IMPLICIT_COPY', '0')",
-             "import numba", "from numba import cuda",
+    from ..hardware import configure_numba
+
+    # numba-cuda prepared by gpudl's own function, its source copied in rather than imported: importing
+    # gpudl imports torch, a third of the script's time, and it starts once per sanitizer tool and exercise
+    lines = ["import json, math, os", "import numpy as np", textwrap.dedent(inspect.getsource(configure_numba)),
+             "configure_numba('cuda')", "import numba", "from numba import cuda",
              "# line numbers in the sanitizer's report (the simulator knows no such option)",
              "JIT = {} if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1' else {'lineinfo': True}",
              *consts, *devices, _decorated(fn),
