@@ -166,3 +166,23 @@ def test_every_registered_benchmark_is_callable():
         assert benchmarks.summary(name), name
     res = run("bench", "--list")
     assert res.returncode == 0
+
+
+def test_make_test_keeps_each_xdist_group_on_one_worker(tmp_path):
+    """``make test`` shares a hunt and each lecture's run between the tests of one ``xdist_group``;
+    pytest 9.2 silently breaks that grouping (pytest-xdist#1386), which doubled CI's hunt."""
+    dist = re.search(r"^test:.*\n\t.*-m pytest (.*)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert "-n 2" in dist and "--dist loadgroup" in dist
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    for name in "abc":
+        (tmp_path / f"test_{name}.py").write_text(
+            "import os, pytest\npytestmark = [pytest.mark.slow, pytest.mark.xdist_group('shared')]\n"
+            f"def test_{name}():\n    open('{name}.worker', 'w').write(os.environ['PYTEST_XDIST_WORKER'])\n")
+    for i in range(6):
+        (tmp_path / f"test_other{i}.py").write_text(f"import time\ndef test_other{i}():\n    time.sleep(0.3)\n")
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup",
+                          "-p", "no:cacheprovider", "-W", "ignore"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    workers = {name: (tmp_path / f"{name}.worker").read_text() for name in "abc"}
+    assert len(set(workers.values())) == 1, f"one group ran on several workers: {workers}"
