@@ -2,6 +2,7 @@
 timeouts), and side-by-side grading that changes no score."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -143,6 +144,57 @@ def test_every_check_that_times_work_is_leased():
     for path in sorted((ROOT / "src" / "gpudl" / "grading").glob("lab*.py")):
         if re.search(r"\btime_cuda\(|\btime_cpu\(|do_bench\(", path.read_text()):
             assert path.stem in timed_labs, f"{path.name} times work but none of its checks is in TIMED_CHECKS"
+
+
+def test_timed_checks_measure_inside_sections_and_only_the_shared_kind_takes_the_lease(tmp_path):
+    """The exclusive lease is held only while a timed check measures: on a GPU machine for its
+    "gpu" sections (its simulated, host-timed probes share), on a CPU machine for its "host" ones.
+    Every lab 02 timed check measures inside a section, so none goes unleased."""
+    import nbformat as nbf
+
+    from gpudl.grading import boundary, lab02
+    from gpudl_instructor import checks, inprocess
+    from gpudl_instructor.checker import CheckerServer
+
+    taken = []
+
+    class Lease:
+        def __init__(self, name):
+            self.path = tmp_path / f"{name}.lock"
+
+        @contextlib.contextmanager
+        def exclusive(self):
+            taken.append(self.path.stem)
+            yield True
+
+    for device, kinds in (("cpu", ("host", "gpu")), ("gpu-0", ("gpu", "host"))):
+        server = CheckerServer.__new__(CheckerServer)
+        server.lease, server.leases = Lease(device), []
+        with server._timed("gpudl.grading.lab02:gpu_timer"):
+            for kind in kinds:
+                with boundary.timed(kind):
+                    pass
+        assert boundary.TIMED_SECTION is None                       # only while the check runs
+        with server._timed("gpudl.grading.lab02:regime"):          # times nothing: no section is leased
+            assert boundary.TIMED_SECTION is None
+        assert server.leases == [("gpudl.grading.lab02:gpu_timer", True)]
+    assert taken == ["cpu", "gpu-0"]
+    with pytest.raises(ValueError, match="timed"):
+        boundary.timed("disk")
+
+    checks.install()
+    lab = "lab02_matmul_flops"
+    nb = nbf.read(ROOT / "solutions" / lab / f"{lab}.ipynb", as_version=4)
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and "check." in c.source)]
+    ns = inprocess.execute(nb)
+    for name in sorted(n.split(":")[1] for n in gpulease.TIMED_CHECKS if n.startswith("gpudl.grading.lab02:")):
+        seen = []
+        boundary.TIMED_SECTION = lambda what: (seen.append(what), contextlib.nullcontext())[1]
+        try:
+            getattr(lab02, name)(ns[name])
+        finally:
+            boundary.TIMED_SECTION = None
+        assert "host" in seen, f"{name} measured outside a timed section"
 
 
 def test_jobs_and_students_per_gpu():
@@ -325,3 +377,18 @@ def test_a_timer_delayed_now_and_then_is_measured_again_and_a_wrong_one_fails():
     with pytest.raises(GradingError, match="Too slow"):
         lab02._judge_timer(mean_over_a_slow_call, probe, gpu=False)
     assert len(calls) == 5
+
+
+def test_a_lab_of_several_gpus_shows_each_student_every_gpu(monkeypatch, tmp_path):
+    """Lab 10's checks start a process per GPU (NCCL): a student pinned to one GPU would only ever be
+    checked with gloo. Its students see every GPU and share one lease for the set; other labs'
+    students are spread over the GPUs, one lease per GPU."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert pipeline.placement("lab10_multi_gpu", 2, 8, 5) == (None, "gpu-2_3")
+    assert pipeline.placement("lab10_multi_gpu", 1, 8, 5) == (0, "gpu-2")      # one GPU: as any lab
+    assert pipeline.placement("lab03_gemm_blocking", 2, 8, 5) == (1, "gpu-3")
+    assert pipeline.placement("lab03_gemm_blocking", 2, 1, 0) == (None, "gpu-2")    # alone: every GPU
+    assert pipeline.placement("lab10_multi_gpu", 0, 2, 1) == (None, "cpu")
+    from gpudl_instructor.gpulease import lease_path
+    assert lease_path(pipeline.placement("lab10_multi_gpu", 2, 8, 5)[1], tmp_path).name == "gpu-2_3.lock"
+    assert pipeline.whole_machine("lab10_multi_gpu", 2) and not pipeline.whole_machine("lab09_profiling_and_inference", 2)

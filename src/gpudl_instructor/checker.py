@@ -15,7 +15,7 @@ Kernel side (in ``gpudl.grading.boundary``, re-exported here): ``remote_enabled`
 Checker side: ``CheckerServer`` (a socket served by threads of the grading process),
 ``expected_checks`` (which checks each test cell of the instructor's notebook calls) and
 ``Verdict``. Where students share a device, a check that times work (``gpulease.TIMED_CHECKS``)
-runs under the device's exclusive lease, taken here.
+runs its measurements (``boundary.timed`` sections) under the device's exclusive lease, taken here.
 """
 from __future__ import annotations
 
@@ -224,16 +224,34 @@ class CheckerServer:
 
     @contextlib.contextmanager
     def _timed(self, name: str):
-        """A check that times work on the student's behalf holds the shared device alone; the lease
-        is taken here, in the checker, where the student's code cannot reach it."""
+        """A check that times work on the student's behalf holds the shared device alone while it
+        measures: each of its ``boundary.timed(what)`` sections of the kind the students share
+        ("host" where they share the CPU, "gpu" where they share a GPU) takes the exclusive lease,
+        here in the checker, where the student's code cannot reach it; the rest of the check
+        shares (on a GPU, timing host work against the package's timer needs no GPU alone)."""
+        from gpudl.grading import boundary
+
         from .gpulease import is_timed
 
         if self.lease is None or not is_timed(name):
             yield
             return
-        with self.lease.exclusive() as granted:
-            self.leases.append((name, granted))
+        shared_kind = "host" if self.lease.path.stem == "cpu" else "gpu"
+
+        @contextlib.contextmanager
+        def section(what: str):
+            if what != shared_kind:
+                yield
+                return
+            with self.lease.exclusive() as granted:
+                self.leases.append((name, granted))
+                yield
+
+        boundary.TIMED_SECTION = section
+        try:
             yield
+        finally:
+            boundary.TIMED_SECTION = None
 
     def _record(self, cell: str, name: str, hidden: bool, passed: bool, message: str = "") -> None:
         self.records.append(Record(cell, name, hidden, passed, message))

@@ -12,8 +12,11 @@ share the device while it measures. The design:
 - **Every cell runs under a shared lock.** The grader takes it before it sends a cell to the
   kernel and drops it when the cell has finished (``GradedExecute.preprocess_cell``): students
   share the GPU freely, cell by cell.
-- **A timed check runs under the exclusive lock.** The checker takes it around the whole check
-  (``CheckerServer``): it first drops its own student's shared lock (the cell that runs the check
+- **A timed check measures under the exclusive lock.** The checker takes it around each of the
+  check's measurements (``gpudl.grading.boundary.timed`` sections) of the kind the students
+  share: "gpu" sections on a GPU (a simulated device's probes time the host, and share), "host"
+  sections on a CPU machine. The rest of the check shares. For each section the checker
+  (``CheckerServer``) first drops its own student's shared lock (the cell that runs the check
   is that student's, and it waits on the check), then waits until every other student's running
   cell has finished; meanwhile those students wait at their next cell boundary. No cell is ever
   interrupted or slowed by a lease: a student waits only *between* cells, where no clock of theirs

@@ -518,6 +518,27 @@ def _device_key(slot: int | None) -> str:
     return f"gpu-{visible[slot]}" if slot < len(visible) else f"gpu-{slot}"
 
 
+# Labs whose checks start one process per GPU (lab 10: NCCL wants k GPUs for k ranks). On a machine
+# of several GPUs each of their students sees every GPU, and the students graded at once share all
+# of them, under one lease for the whole set.
+WHOLE_MACHINE_LABS = frozenset({"lab10_multi_gpu"})
+
+
+def whole_machine(lab: str, gpus: int) -> bool:
+    """Whether ``lab``'s students each get every one of ``gpus`` GPUs (see ``WHOLE_MACHINE_LABS``)."""
+    return gpus > 1 and lab in WHOLE_MACHINE_LABS
+
+
+def placement(lab: str, gpus: int, jobs: int, slot: int) -> tuple[int | None, str]:
+    """Where grading worker ``slot`` (of ``jobs``) puts its students: the GPU it makes visible to
+    them (None: every GPU, or none on a CPU machine) and the name of the device for its lease."""
+    if not gpus:
+        return None, _device_key(None)
+    if whole_machine(lab, gpus):
+        return None, "gpu-" + "_".join(_device_key(i)[4:] for i in range(gpus))
+    return ((slot % gpus) if jobs > 1 else None), _device_key(slot % gpus)
+
+
 def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Path | None = None,
           secret: str | None = None, jobs: int | None = None, cell_timeout: int | None = None,
           student_timeout: float = DEFAULT_STUDENT_TIMEOUT, accept_renamed: bool = False,
@@ -561,7 +582,8 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
     gpus = _gpus(device)
     kernel_gib = (limits or {}).get("memory_bytes", 6 << 30) / 2**30
     gpu_gib = _gpu_gib() if gpus else 0.0
-    jobs, per_gpu = plan_jobs(gpus=gpus, cores=os.cpu_count() or 1, host_gib=_host_gib(),
+    whole = whole_machine(lab, gpus)              # every student sees every GPU: plan as for one
+    jobs, per_gpu = plan_jobs(gpus=1 if whole else gpus, cores=os.cpu_count() or 1, host_gib=_host_gib(),
                               gpu_gib=gpu_gib, jobs=jobs, per_gpu=per_gpu, kernel_gib=kernel_gib)
     shared = jobs > 1 and (not gpus or per_gpu > 1)          # students share a device: leases, bounded GPU memory
     fraction = GPU_USABLE / per_gpu if gpus and per_gpu > 1 else None
@@ -587,7 +609,8 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
             write_manifest(out, lab, *shard, [s.student for s in subs], everyone)
             echo(f"shard {shard[0]}/{shard[1]}: {len(subs)} of {len(everyone)} submission(s)")
         echo(f"grading {len(subs)} submission(s) of {lab} ({max_score:g} points), {jobs} at a time"
-             + (f", {per_gpu} per GPU" if gpus else "") + (", each in a sandbox" if sandbox else ""))
+             + (f", {per_gpu} per GPU" if gpus else "") + (f" (each sees all {gpus} GPUs)" if whole else "")
+             + (", each in a sandbox" if sandbox else ""))
 
         todo: queue.Queue = queue.Queue()
         for sub in subs:
@@ -600,11 +623,11 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
             bar = tqdm(total=len(subs), desc=f"grading {lab}", unit="student")
 
         def worker(slot: int) -> None:
-            gpu_slot = (slot % gpus) if gpus and jobs > 1 else None
+            gpu_slot, device_key = placement(lab, gpus, jobs, slot)
             lease = None
             if shared:
                 from .gpulease import lease_path
-                lease = str(lease_path(_device_key(slot % gpus if gpus else None)))
+                lease = str(lease_path(device_key))
             while True:
                 try:
                     sub = todo.get_nowait()

@@ -19,10 +19,13 @@ The rules for a lab's checks:
   module-level function marked ``@student_side`` that runs in the student's process and
   returns plain data;
 - draw the cases inside the check (``rng`` gives the hidden ones), so the student's process
-  never holds the secret seed.
+  never holds the secret seed;
+- put every measurement of time (the student's timer, the package's timer beside it) inside
+  ``with timed("gpu")`` or ``with timed("host")``, so students graded side by side never
+  disturb it (the check's name must also be in ``gpudl_instructor.gpulease.TIMED_CHECKS``).
 
 Public names: ``exercise``, ``student_side``, ``StudentFunction``, ``call_student``,
-``run_student``, ``Raised``, ``draw``, ``AxesSnapshot``.
+``run_student``, ``Raised``, ``draw``, ``AxesSnapshot``, ``timed``.
 """
 from __future__ import annotations
 
@@ -281,6 +284,26 @@ def run_student(adapter: Callable, fn: Any, *args: Any, forbid: Sequence[Callabl
     what = what or fn.__name__
     outcome = fn.call(name, args, kwargs, forbid_names(forbid), label)
     return _outcome_value(outcome, what, allow)
+
+
+# --- measurements ------------------------------------------------------------------------------
+
+# Where students share a device while they are graded, the checker sets this (in its own process,
+# out of the student's reach): ``TIMED_SECTION(what)`` is a context that holds the device alone for
+# a measurement of ``what``. Elsewhere nothing is shared, and a section holds nothing.
+TIMED_SECTION: Callable[[str], Any] | None = None
+TIMED_KINDS = ("gpu", "host")
+
+
+def timed(what: str) -> Any:
+    """The section of a check that measures: ``with timed("gpu"):`` around timing work on the GPU,
+    ``with timed("host"):`` around wall-clock timing of host work (sleeps, Python, a simulated
+    GPU). Where students share a device, the grader gives the section that device alone (the GPU's
+    lease for "gpu"; the CPU's for "host" where the CPU is what they share); the rest of the check
+    shares. The lease is the checker's, so the student's code can neither skip nor hold it."""
+    if what not in TIMED_KINDS:
+        raise ValueError(f"timed() takes one of {TIMED_KINDS}, got {what!r}")
+    return TIMED_SECTION(what) if TIMED_SECTION is not None else contextlib.nullcontext()
 
 
 # --- checks ------------------------------------------------------------------------------------
@@ -604,5 +627,5 @@ def draw(fn: Any, *args: Any, forbid: Sequence[Callable | str] = (), label: str 
     return AxesSnapshot(data)
 
 
-__all__ = ["remote_enabled", "run_remote", "CHECKER_ENV", "exercise", "student_side", "StudentFunction", "call_student", "run_student", "Raised", "draw",
+__all__ = ["timed", "TIMED_KINDS", "remote_enabled", "run_remote", "CHECKER_ENV", "exercise", "student_side", "StudentFunction", "call_student", "run_student", "Raised", "draw",
            "AxesSnapshot", "Session", "LocalSession", "Outcome", "execute", "quiet", "as_student"]

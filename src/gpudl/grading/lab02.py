@@ -31,7 +31,7 @@ from .. import bench, hardware
 from ..timing import _fmt_time as _fmt
 from . import (Case, GradingError, assert_close, assert_equal, check_cases, choice_letters, draw, exercise, question, quiet,
                ratio_hint, run_student, student_side)
-from .boundary import AxesSnapshot
+from .boundary import AxesSnapshot, timed
 from .expected import expected
 
 LAB = "lab02"
@@ -284,7 +284,8 @@ def _compare_timer(fn: Callable, probes: Sequence[dict[str, Any]], *, gpu: bool)
 
 def _compare_cpu_timer(fn: Callable, probes: Sequence[dict[str, Any]]) -> None:
     __tracebackhide__ = True
-    _compare_timer(fn, probes, gpu=False)
+    with timed("host"):
+        _compare_timer(fn, probes, gpu=False)
 
 
 @exercise
@@ -307,9 +308,11 @@ _GPU_PROBES = [dict(label="asynchronous work of 5 ms on the simulated GPU", seco
 def _compare_gpu_timer(fn: Callable, probes: Sequence[dict[str, Any]], cuda_n: int) -> None:
     """The simulated probes, and on a GPU an ``cuda_n``^3 FP32 matmul timed with ``torch.cuda``."""
     __tracebackhide__ = True
-    _compare_timer(fn, probes, gpu=True)
+    with timed("host"):                     # the simulated GPU's work is the host's clock
+        _compare_timer(fn, probes, gpu=True)
     if hardware.device() == "cuda":
-        _gpu_timer_on_cuda(fn, cuda_n)
+        with timed("gpu"):
+            _gpu_timer_on_cuda(fn, cuda_n)
 
 
 @exercise
@@ -454,13 +457,15 @@ def _compare_matmul_tflops(fn: Callable, cases: Sequence[tuple[str, int, bool]],
     """Each case (dtype, n, TF32 before) on the simulated device, a timer that fails (TF32 must be
     restored all the same), and on a GPU the four dtypes at ``cuda_n``^3 with torch.matmul."""
     __tracebackhide__ = True
-    for dt, n, tf32_before in cases:
-        _one_matmul_case(fn, dt, n, tf32_before)
+    with timed("host"):                     # the simulated device's matmuls are the host's clock
+        for dt, n, tf32_before in cases:
+            _one_matmul_case(fn, dt, n, tf32_before)
     for dt, tf32_before in (("tf32", False), ("fp32", True)):
         _failing_timer_case(fn, dt, tf32_before)
     if hardware.device() == "cuda":
-        for dt in ("fp32", "tf32", "fp16", "bf16"):
-            _one_matmul_case_cuda(fn, dt, cuda_n)
+        with timed("gpu"):
+            for dt in ("fp32", "tf32", "fp16", "bf16"):
+                _one_matmul_case_cuda(fn, dt, cuda_n)
 
 
 @exercise

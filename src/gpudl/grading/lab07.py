@@ -43,6 +43,7 @@ from ..attention import peak_traced_bytes
 from ..hardware import device
 from . import (Case, GradingError, assert_close, call_student, check_cases, exercise, question, run_student,
                student_side)
+from .boundary import timed
 from .expected import expected
 
 LAB = "lab07"
@@ -538,8 +539,9 @@ def kernel_speed(wrapper: Callable) -> None:
     gen = torch.Generator(device="cuda").manual_seed(2)
     q, k, v = (torch.randn(z, n, d, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
     # torch's SDPA is not forbidden here: the adapter times it beside the wrapper (the lab's own)
-    seen = run_student(_time_kernel, wrapper, q, k, v, forbid=["torch.softmax", "torch.nn.functional.softmax"],
-                       label="the attention kernel", what="attention_triton")
+    with timed("gpu"):
+        seen = run_student(_time_kernel, wrapper, q, k, v, forbid=["torch.softmax", "torch.nn.functional.softmax"],
+                           label="the attention kernel", what="attention_triton")
     expected_out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
     assert_close(seen["out"].float(), expected_out.float(), dtype="fp16", k=d, name=f"output at ({z}, {n}, {d}) FP16")
     mine, sdpa = seen["mine"], seen["sdpa"]
