@@ -1,13 +1,14 @@
 """A class of N copies of a lab's solution and one student per mutant, to grade on a GPU machine.
 
-    python3 scripts/gpu_class.py make LAB SUBS [--copies N] [--mutants]
+    python3 scripts/gpu_class.py make LAB SUBS [--copies N] [--mutants [EXERCISE ...]] [--release]
     gpudl grade LAB SUBS --out OUT
     python3 scripts/gpu_class.py check LAB OUT
 
 ``make`` writes SUBS/solution-NN/LAB.ipynb (what a good student hands in: the release with the
-solution cells) and SUBS/m-NAME/LAB.ipynb for each mutant of tests/mutants/LAB. ``check`` reads
-OUT/grades.csv: every copy must keep full marks, every mutant must lose points in each test
-cell its header names; it prints the counts and every exception, and exits 1 on any.
+solution cells), SUBS/m-NAME/LAB.ipynb for each mutant of tests/mutants/LAB (those of the named
+exercises only, when some are named) and, with ``--release``, SUBS/release/LAB.ipynb (the hand-out
+as it is). ``check`` reads OUT/grades.csv: every copy must keep full marks, every mutant must lose
+points, the release must score 0; it prints the counts and every exception, and exits 1 on any.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 
-def make(lab: str, subs: Path, copies: int, with_mutants: bool) -> None:
+def make(lab: str, subs: Path, copies: int, with_mutants: bool, exercises: list[str] | None = None,
+         release: bool = False) -> None:
     import nbformat
 
     from conftest import all_mutants, student_copy
@@ -32,7 +34,7 @@ def make(lab: str, subs: Path, copies: int, with_mutants: bool) -> None:
         nbformat.write(good, subs / f"solution-{i:02d}" / f"{lab}.ipynb")
     n = 0
     for m in all_mutants() if with_mutants else []:
-        if m.lab != lab:
+        if m.lab != lab or (exercises and m.name.split("__")[0] not in exercises):
             continue
         nb = student_copy(lab)
         cell = notebooks.find_cell(nb, m.cell)
@@ -40,7 +42,10 @@ def make(lab: str, subs: Path, copies: int, with_mutants: bool) -> None:
         (subs / f"m-{m.name}").mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, subs / f"m-{m.name}" / f"{lab}.ipynb")
         n += 1
-    print(f"{subs}: {copies} copies of the solution, {n} mutants")
+    if release:
+        (subs / "release").mkdir(parents=True, exist_ok=True)
+        (subs / "release" / f"{lab}.ipynb").write_bytes((ROOT / "labs" / lab / f"{lab}.ipynb").read_bytes())
+    print(f"{subs}: {copies} copies of the solution, {n} mutants" + (", the release" if release else ""))
 
 
 def check(lab: str, out: Path) -> int:
@@ -67,6 +72,11 @@ def check(lab: str, out: Path) -> int:
             bad += 1
             print(f"  mutant {name} kept {r['score']}/{r['max_score']} (should lose {', '.join(fails.get(name, ()))})")
     print(f"{lab}: {caught} of {sum(1 for s in rows if s.startswith('m-'))} mutants lost points")
+    if "release" in rows:
+        r = rows["release"]
+        zero = r["status"] == "graded" and float(r["score"]) == 0
+        bad += not zero
+        print(f"{lab}: the release scored {r['score']}/{r['max_score']}" + ("" if zero else " (should be 0)"))
     return 1 if bad else 0
 
 
@@ -77,13 +87,15 @@ def main() -> None:
     m.add_argument("lab")
     m.add_argument("subs", type=Path)
     m.add_argument("--copies", type=int, default=50)
-    m.add_argument("--mutants", action="store_true")
+    m.add_argument("--mutants", nargs="*", default=None, metavar="EXERCISE",
+                   help="one student per mutant (of these exercises only, when named)")
+    m.add_argument("--release", action="store_true", help="one student who hands in the release as it is")
     c = sub.add_parser("check")
     c.add_argument("lab")
     c.add_argument("out", type=Path)
     a = p.parse_args()
     if a.cmd == "make":
-        make(a.lab, a.subs, a.copies, a.mutants)
+        make(a.lab, a.subs, a.copies, a.mutants is not None, a.mutants, a.release)
     else:
         sys.exit(check(a.lab, a.out))
 

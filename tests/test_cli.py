@@ -186,3 +186,31 @@ def test_make_test_keeps_each_xdist_group_on_one_worker(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     workers = {name: (tmp_path / f"{name}.worker").read_text() for name in "abc"}
     assert len(set(workers.values())) == 1, f"one group ran on several workers: {workers}"
+
+
+def test_the_gpu_class_script_makes_a_class_and_checks_its_grades(tmp_path):
+    """scripts/gpu_class.py, the GPU runs' class (README, "For GPU runners"): copies of the solution,
+    the mutants of the named exercises and the release; its check refuses any exception."""
+    lab = "lab02_matmul_flops"
+    script = [sys.executable, str(ROOT / "scripts" / "gpu_class.py")]
+    res = subprocess.run([*script, "make", lab, str(tmp_path / "subs"), "--copies", "2", "--mutants", "cpu_timer",
+                          "--release"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    made = sorted(p.name for p in (tmp_path / "subs").iterdir())
+    timers = sorted(p.stem for p in (ROOT / "tests" / "mutants" / lab).glob("cpu_timer__*.py"))
+    assert made == sorted(["release", "solution-00", "solution-01", *(f"m-{t}" for t in timers)])
+    assert (tmp_path / "subs" / "release" / f"{lab}.ipynb").read_bytes() == (ROOT / "labs" / lab / f"{lab}.ipynb").read_bytes()
+    header = "student,status,score,max_score,reason,notes\n"
+    rows = {"solution-00": "graded,32,32", "solution-01": "graded,32,32", "release": "graded,0,32",
+            **{f"m-{t}": "graded,28,32" for t in timers}}
+
+    def check(changes: dict[str, str]) -> subprocess.CompletedProcess:
+        out = tmp_path / f"out{len(changes)}"
+        out.mkdir(exist_ok=True)
+        (out / "grades.csv").write_text(header + "".join(f"{s},{v},,\n" for s, v in {**rows, **changes}.items()))
+        return subprocess.run([*script, "check", lab, str(out)], capture_output=True, text=True, timeout=300)
+
+    good = check({})
+    assert good.returncode == 0 and "2 of 2 copies" in good.stdout and "release scored 0" in good.stdout, good.stdout
+    for change in ({"solution-01": "graded,26,32"}, {f"m-{timers[0]}": "graded,32,32"}, {"release": "graded,4,32"}):
+        assert check(change).returncode == 1, change
