@@ -398,6 +398,18 @@ def test_measurements_give_every_rank_the_same_calls():
 
 
 @pytest.mark.slow
+def test_the_ring_model_is_fitted_at_the_ends_and_takes_a_known_link():
+    from gpudl_instructor.benchmarks.collectives import fit_ring_model
+
+    # k = 4: 2 (k - 1) = 6 alphas; 2 (k - 1) / k = 1.5 N / B
+    # times of a link of 1e11 B/s and alpha 1 us at both ends: both recovered
+    assert fit_ring_model([1000, 10**9], [6e-6 + 1.5 * 1000 / 1e11, 6e-6 + 1.5 * 1e9 / 1e11], 4, None) == \
+        pytest.approx((1e11, 1e-6))
+    bandwidth, alpha = fit_ring_model([1000, 10**9], [6e-6 + 1.5e-8, 1.0], 4, 1e11)   # NVLink known: kept
+    assert bandwidth == 1e11 and alpha == pytest.approx(1e-6)
+    assert fit_ring_model([1000, 2000], [1e-9, 1.0], 2, 1e6)[1] == 0.0                    # never negative
+
+
 def test_benchmark_quick_runs_on_gloo():
     table = benchmarks.run("collectives", ["--quick"])
     sizes = [r for r in table.rows if r["what"] == "all-reduce"]
@@ -405,6 +417,11 @@ def test_benchmark_quick_runs_on_gloo():
     assert all(r["torch_busbw_GBps"] > 0 and r["ring_busbw_GBps"] > 0 for r in sizes)
     for r in sizes:      # k = 2: busbw = algbw
         assert r["torch_busbw_GBps"] == pytest.approx(r["torch_algbw_GBps"])
+    # the lecture's model meets the ring at both ends (fitted there) and grows with the message
+    assert sizes[0]["model_us"] == pytest.approx(sizes[0]["ring_us"], rel=1e-6)
+    assert sizes[-1]["model_us"] == pytest.approx(sizes[-1]["ring_us"], rel=1e-6)
+    assert all(a["model_us"] < b["model_us"] for a, b in zip(sizes, sizes[1:]))
+    assert any("model_us" in note and "alpha" in note for note in table.notes)
     steps = {r["what"]: r for r in table.rows if r["what"].startswith("step")}
     assert set(steps) == {"step: compute", "step: no_overlap", "step: ddp", "step: ddp, 1 rank"}
     assert steps["step: ddp, 1 rank"]["weak-scaling efficiency"] > 0

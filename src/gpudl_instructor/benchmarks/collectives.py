@@ -5,7 +5,10 @@ On a machine with k >= 2 GPUs (default: all visible), one process per GPU over N
 1. ``dist.all_reduce`` and lab 10's ``ring_all_reduce`` (the hand-written ring on
    NCCL point-to-point) for messages from 1 KiB to 1 GiB: time per call (the slowest rank's
    median), nccl-tests' algbw = N / t and busbw = algbw x 2 (k - 1) / k, beside the GPU's NVLink
-   bandwidth (one direction), which busbw approaches for large messages;
+   bandwidth (one direction), which busbw approaches for large messages, and beside the lecture's
+   cost model of the ring, 2 (k - 1) alpha + 2 (k - 1) / k N / B (``model_us``), with B the NVLink
+   bandwidth and alpha fitted to the ring's time on the smallest message (on the CPU, B fitted to
+   its time on the largest: there is no link to read it from);
 2. an MLP's training step with DistributedDataParallel (bucket all-reduces overlapped with
    backward), with every gradient all-reduced after backward (no overlap: one ``dist.all_reduce``
    per tensor), and without communication; then DDP on 1 GPU and on k GPUs at the same per-GPU
@@ -26,7 +29,7 @@ from gpudl.collectives import cost, launch
 from gpudl.collectives.measure import all_reduce_times, ddp_step_times, slowest
 from gpudl.table import Table
 
-from ..references.lab10 import bus_bandwidth, ring_all_reduce
+from ..references.lab10 import bus_bandwidth, ring_all_reduce, ring_all_reduce_time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,12 +81,14 @@ def run(args: argparse.Namespace) -> Table:
     ring_t = slowest(launch(all_reduce_times, k, sizes, ring_all_reduce, runs, backend=backend, timeout=timeout,
                             echo=False))
     nvlink = cost.nvlink_bandwidth(torch.cuda.get_device_name(0)) if backend == "nccl" else None
+    bandwidth, alpha = fit_ring_model(sizes, ring_t, k, nvlink)
     table = Table(f"All-reduce bus bandwidth and DDP step time on {device}")
     for n, t, r in zip(sizes, torch_t, ring_t):
         row = {"what": "all-reduce", "size": _fmt_bytes(n), "bytes": n,
                "torch_us": t * 1e6, "torch_algbw_GBps": n / t / 1e9,
                "torch_busbw_GBps": bus_bandwidth("all_reduce", n, t, k) / 1e9,
-               "ring_us": r * 1e6, "ring_busbw_GBps": bus_bandwidth("all_reduce", n, r, k) / 1e9}
+               "ring_us": r * 1e6, "ring_busbw_GBps": bus_bandwidth("all_reduce", n, r, k) / 1e9,
+               "model_us": ring_all_reduce_time(n, k, bandwidth, alpha) * 1e6}
         if nvlink:
             row["nvlink_GBps"] = nvlink / 1e9
         table.rows.append(row)
@@ -103,6 +108,9 @@ def run(args: argparse.Namespace) -> Table:
     big = max(range(len(sizes)), key=lambda i: sizes[i])
     table.notes += [
         f"busbw = algbw x 2(k-1)/k with k = {k}; each time is the slowest rank's median of {runs} runs.",
+        f"model_us: the lecture's ring, 2(k-1) alpha + 2(k-1)/k N/B, with B = {bandwidth / 1e9:.3g} GB/s "
+        + ("(NVLink, one way)" if nvlink else "(fitted to the ring's time on the largest message)")
+        + f" and alpha = {alpha * 1e6:.3g} us (fitted to its time on the smallest).",
         f"largest message ({_fmt_bytes(sizes[big])}): dist.all_reduce ({backend}) "
         f"{table.rows[big]['torch_busbw_GBps']:.3g} GB/s, hand-written ring {table.rows[big]['ring_busbw_GBps']:.3g} "
         "GB/s busbw"
@@ -114,17 +122,36 @@ def run(args: argparse.Namespace) -> Table:
     ]
     if fallback:
         table.notes.insert(0, f"{gpus} GPU(s) visible: NCCL needs 2 or more, so this ran the --quick form (gloo).")
-    table.figures["collectives_busbw"] = _plot_busbw(sizes, table.rows[:len(sizes)], nvlink, device)
+    table.figures["collectives_busbw"] = _plot_busbw(sizes, table.rows[:len(sizes)], nvlink, device, k)
     table.figures["collectives_ddp"] = _plot_ddp(per_k, one, k)
     return table
 
 
-def _plot_busbw(sizes, rows, nvlink, device):
+def fit_ring_model(sizes: list[int], ring_seconds: list[float], k: int,
+                   link: float | None) -> tuple[float, float]:
+    """(B, alpha) of the lecture's ring model, 2 (k - 1) alpha + 2 (k - 1) / k N / B: B the link's
+    bandwidth where it is known, else fitted with alpha so the model meets the smallest and the
+    largest message's times; alpha fitted so it meets the smallest message's time (never below 0)."""
+    lo = min(range(len(sizes)), key=lambda i: sizes[i])
+    hi = max(range(len(sizes)), key=lambda i: sizes[i])
+    per_byte = 2 * (k - 1) / k                       # bytes each link carries per byte of the message
+    if link:
+        bandwidth = link
+    else:                                            # the slope between the two ends (the longer one if noise inverts them)
+        slope = (ring_seconds[hi] - ring_seconds[lo]) / (sizes[hi] - sizes[lo]) if sizes[hi] > sizes[lo] else 0.0
+        bandwidth = per_byte / slope if slope > 0 else per_byte * sizes[hi] / ring_seconds[hi]
+    alpha = max(0.0, (ring_seconds[lo] - per_byte * sizes[lo] / bandwidth) / (2 * (k - 1)))
+    return bandwidth, alpha
+
+
+def _plot_busbw(sizes, rows, nvlink, device, k):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     ax.plot(sizes, [r["torch_busbw_GBps"] for r in rows], "o-", label="dist.all_reduce")
     ax.plot(sizes, [r["ring_busbw_GBps"] for r in rows], "s-", label="hand-written ring (point-to-point)")
+    ax.plot(sizes, [bus_bandwidth("all_reduce", n, r["model_us"] / 1e6, k) / 1e9 for n, r in zip(sizes, rows)],
+            ":", color="black", label="the lecture's ring model")
     if nvlink:
         ax.axhline(nvlink / 1e9, color="gray", ls="--", label=f"NVLink, one way ({nvlink / 1e9:.0f} GB/s)")
     ax.set_xscale("log", base=2)
