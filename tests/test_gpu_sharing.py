@@ -391,4 +391,9 @@ def test_a_lab_of_several_gpus_shows_each_student_every_gpu(monkeypatch, tmp_pat
     assert pipeline.placement("lab10_multi_gpu", 0, 2, 1) == (None, "cpu")
     from gpudl_instructor.gpulease import lease_path
     assert lease_path(pipeline.placement("lab10_multi_gpu", 2, 8, 5)[1], tmp_path).name == "gpu-2_3.lock"
+    monkeypatch.setattr(pipeline, "_host_gib", lambda: 256.0)
+    monkeypatch.setattr(pipeline, "_gpu_gib", lambda: 80.0)
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 32)
+    assert pipeline.plan_lab("lab03_gemm_blocking", 2) == (18, 9)        # 9 a GPU, on each of the two
+    assert pipeline.plan_lab("lab10_multi_gpu", 2) == (9, 9)             # 9 at once, each on both GPUs
     assert pipeline.whole_machine("lab10_multi_gpu", 2) and not pipeline.whole_machine("lab09_profiling_and_inference", 2)

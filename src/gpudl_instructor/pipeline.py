@@ -529,6 +529,15 @@ def whole_machine(lab: str, gpus: int) -> bool:
     return gpus > 1 and lab in WHOLE_MACHINE_LABS
 
 
+def plan_lab(lab: str, gpus: int, *, jobs: int | None = None, per_gpu: int | None = None,
+             kernel_gib: float = 6.0) -> tuple[int, int]:
+    """``plan_jobs`` for grading ``lab`` on this machine (its cores, host and GPU memory): a lab whose
+    students each see every GPU is planned as on one GPU."""
+    return plan_jobs(gpus=1 if whole_machine(lab, gpus) else gpus, cores=os.cpu_count() or 1,
+                     host_gib=_host_gib(), gpu_gib=_gpu_gib() if gpus else 0.0, jobs=jobs, per_gpu=per_gpu,
+                     kernel_gib=kernel_gib)
+
+
 def placement(lab: str, gpus: int, jobs: int, slot: int) -> tuple[int | None, str]:
     """Where grading worker ``slot`` (of ``jobs``) puts its students: the GPU it makes visible to
     them (None: every GPU, or none on a CPU machine) and the name of the device for its lease."""
@@ -582,9 +591,8 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
     gpus = _gpus(device)
     kernel_gib = (limits or {}).get("memory_bytes", 6 << 30) / 2**30
     gpu_gib = _gpu_gib() if gpus else 0.0
-    whole = whole_machine(lab, gpus)              # every student sees every GPU: plan as for one
-    jobs, per_gpu = plan_jobs(gpus=1 if whole else gpus, cores=os.cpu_count() or 1, host_gib=_host_gib(),
-                              gpu_gib=gpu_gib, jobs=jobs, per_gpu=per_gpu, kernel_gib=kernel_gib)
+    whole = whole_machine(lab, gpus)              # every student sees every GPU
+    jobs, per_gpu = plan_lab(lab, gpus, jobs=jobs, per_gpu=per_gpu, kernel_gib=kernel_gib)
     shared = jobs > 1 and (not gpus or per_gpu > 1)          # students share a device: leases, bounded GPU memory
     fraction = GPU_USABLE / per_gpu if gpus and per_gpu > 1 else None
     started = time.monotonic()

@@ -55,16 +55,14 @@ def _grade(lab: str, subs: Path, out: Path, args: argparse.Namespace, unsafe: bo
     return seconds, (plan.group(1) if plan else "?"), ((plan.group(2) or "-") if plan else "?")
 
 
-def _planned(args: argparse.Namespace) -> tuple[int, int]:
-    """The jobs and students per GPU ``gpudl grade`` would choose here (what --dry-run shows)."""
+def _planned(lab: str, args: argparse.Namespace) -> tuple[int, int]:
+    """The jobs and students per GPU ``gpudl grade`` would choose here for ``lab`` (what --dry-run shows)."""
     from gpudl import hardware
 
     from .. import pipeline
 
     device = os.environ.get("GPUDL_DEVICE") or hardware.device()
-    gpus = pipeline._gpus(device)
-    return pipeline.plan_jobs(gpus=gpus, cores=os.cpu_count() or 1, host_gib=pipeline._host_gib(),
-                              gpu_gib=pipeline._gpu_gib() if gpus else 0.0, jobs=args.jobs, per_gpu=args.per_gpu)
+    return pipeline.plan_lab(lab, pipeline._gpus(device), jobs=args.jobs, per_gpu=args.per_gpu)
 
 
 def _one_lab(lab: str, n: int, solution: Path, args: argparse.Namespace, unsafe: bool) -> dict:
@@ -99,8 +97,8 @@ def run(args: argparse.Namespace) -> Table:
     where = f"{os.cpu_count()} cores, {'no sandbox' if unsafe else 'sandboxed'}"
     table = Table(f"gpudl grade: one student, then {n} in one batch ({where})")
     if args.dry_run:
-        jobs, per_gpu = _planned(args)
         for lab in labs:
+            jobs, per_gpu = _planned(lab, args)
             table.rows.append({"lab": lab, "jobs": jobs, "per GPU": per_gpu or "-", "batch": n})
         table.notes.append("dry run: nothing graded")
         return table
