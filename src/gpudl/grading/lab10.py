@@ -222,6 +222,14 @@ def _run(fn: Any, name: str, groups: list[dict], forbid: tuple[str, ...], label:
     raise GradingError(f"on {where}, the workers could not be started: {res['message']}")
 
 
+def _group_by_group(fn: Any, name: str, groups: list[dict], forbid: tuple[str, ...], label: str) -> Iterator[dict]:
+    """The runs of ``_run``, one group of ranks at a time: the caller judges a group's runs before
+    the next group's workers start, so a wrong answer costs one launch, not one per group."""
+    __tracebackhide__ = True
+    for group in groups:
+        yield from _run(fn, name, [group], forbid, label)
+
+
 def _ints(g: np.random.Generator, n: int) -> torch.Tensor:
     """Integer-valued floats: sums over ranks are exact, so results compare exactly."""
     return torch.tensor(g.integers(-99, 100, size=n), dtype=torch.float32)
@@ -357,7 +365,7 @@ def ring_broadcast(fn: Any) -> None:
 def _compare_ring_broadcast(fn: Any, cases: list[dict], ref: Any) -> None:
     """``ref.ring_bytes_sent``: the bytes each rank of a ring broadcast sends."""
     __tracebackhide__ = True
-    runs = _run(fn, "broadcast", _groups(cases), _BROADCAST_FORBID, "the ring broadcast")
+    runs = _group_by_group(fn, "broadcast", _groups(cases), _BROADCAST_FORBID, "the ring broadcast")
     for run in runs:
         mine = [c for c in cases if c["k"] == run["k"]]
         for i, case in enumerate(mine):
@@ -439,7 +447,7 @@ def _compare_reduction(fn: Any, name: str, cases: list[dict], ref: Any) -> None:
     """``ref.ring_bytes_sent``: the bytes each rank of the ring collective ``name`` sends."""
     __tracebackhide__ = True
     label = _REDUCTION_LABELS[name]
-    runs = _run(fn, name, _groups(cases), _REDUCTION_FORBID, label)
+    runs = _group_by_group(fn, name, _groups(cases), _REDUCTION_FORBID, label)
     for run in runs:
         mine = [c for c in cases if c["k"] == run["k"]]
         for i, case in enumerate(mine):
@@ -578,7 +586,7 @@ def _compare_data_parallel_step(fn: Any, configs: list[tuple[int, data_parallel.
     The expected parameters: one process on the whole batch (``train_single``)."""
     __tracebackhide__ = True
     groups = [{"k": k, "cases": [{"config": cfg, "buckets": plan}]} for (k, cfg), plan in zip(configs, plans)]
-    runs = _run(fn, "ddp_step", groups, _DP_FORBID, "the data-parallel step")
+    runs = _group_by_group(fn, "ddp_step", groups, _DP_FORBID, "the data-parallel step")
     for run in runs:
         cfg = dict(configs)[run["k"]]
         start = data_parallel.flat_params(data_parallel.make_model(cfg))
