@@ -417,9 +417,11 @@ def test_benchmark_quick_runs_on_gloo():
     assert all(r["torch_busbw_GBps"] > 0 and r["ring_busbw_GBps"] > 0 for r in sizes)
     for r in sizes:      # k = 2: busbw = algbw
         assert r["torch_busbw_GBps"] == pytest.approx(r["torch_algbw_GBps"])
-    # the lecture's model meets the ring at both ends (fitted there) and grows with the message
+    # the lecture's model meets the ring at both ends (fitted there; at the largest only when the
+    # ring took longer there: gloo's times on a busy CPU can be flat) and grows with the message
     assert sizes[0]["model_us"] == pytest.approx(sizes[0]["ring_us"], rel=1e-6)
-    assert sizes[-1]["model_us"] == pytest.approx(sizes[-1]["ring_us"], rel=1e-6)
+    if sizes[-1]["ring_us"] > sizes[0]["ring_us"]:
+        assert sizes[-1]["model_us"] == pytest.approx(sizes[-1]["ring_us"], rel=1e-6)
     assert all(a["model_us"] < b["model_us"] for a, b in zip(sizes, sizes[1:]))
     assert any("model_us" in note and "alpha" in note for note in table.notes)
     steps = {r["what"]: r for r in table.rows if r["what"].startswith("step")}
