@@ -29,7 +29,7 @@ from gpudl.collectives import cost, launch
 from gpudl.collectives.measure import all_reduce_times, ddp_step_times, slowest
 from gpudl.table import Table
 
-from ..references.lab10 import bus_bandwidth, ring_all_reduce, ring_all_reduce_time
+from ..references.lab10 import bus_bandwidth, bus_bandwidth_factor, ring_all_reduce, ring_all_reduce_time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,7 +134,7 @@ def fit_ring_model(sizes: list[int], ring_seconds: list[float], k: int,
     largest message's times; alpha fitted so it meets the smallest message's time (never below 0)."""
     lo = min(range(len(sizes)), key=lambda i: sizes[i])
     hi = max(range(len(sizes)), key=lambda i: sizes[i])
-    per_byte = 2 * (k - 1) / k                       # bytes each link carries per byte of the message
+    per_byte = bus_bandwidth_factor("all_reduce", k)     # bytes each link carries per byte of the message
     if link:
         bandwidth = link
     else:                                            # the slope between the two ends (the longer one if noise inverts them)
