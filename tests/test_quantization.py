@@ -399,11 +399,15 @@ def test_recorded_int8_reads_a_record_and_refuses_anything_else(tmp_path):
     from gpudl.benchmarks import inference
 
     assert inference.recorded_int8(tmp_path / "none.json") == {}
-    good = {"H100-SXM": {"device": "NVIDIA H100", "date": "2026-11-25", "command": "gpudl bench inference --record",
-                         "rows": [{"n": 2048, "what": "torch.matmul FP16 (cuBLAS)", "median ms": 0.03, "TOP/s": 572.0,
-                                   "speed-up": 1.0, "config": ""}]}}
-    (tmp_path / "good.json").write_text(__import__("json").dumps(good))
-    assert inference.recorded_int8(tmp_path / "good.json") == good
+    entry = {"device": "NVIDIA H100", "date": "2026-11-25", "command": "gpudl bench inference --record",
+             "torch": "2.11", "triton": "3.6", "title": "Inference", "notes": [],
+             "rows": [{"part": "fusion", "case": "8192x8192 fp16", "what": "fused Triton kernel", "median ms": 0.1},
+                      {"part": "int8", "case": "2048^3", "what": "torch.matmul FP16 (cuBLAS)", "median ms": 0.03,
+                       "speed-up": 1.0, "config": ""}]}
+    (tmp_path / "good.json").write_text(__import__("json").dumps({"H100-SXM": entry}))
+    (row,) = inference.recorded_int8(tmp_path / "good.json")["H100-SXM"]["rows"]      # the INT8 rows only
+    assert row["n"] == 2048 and row["what"] == "torch.matmul FP16 (cuBLAS)"
+    assert row["TOP/s"] == pytest.approx(2 * 2048 ** 3 / 0.03e-3 / 1e12)          # 2 n^3 over the time
     (tmp_path / "bad.json").write_text('{"H100": [1, 2]}')
     with pytest.raises(ValueError, match="not a record"):
         inference.recorded_int8(tmp_path / "bad.json")

@@ -11,6 +11,27 @@ from figures import Figure
 _PRINTED = lstm.lecture_printed()
 
 
+def _lstm_rows():
+    """The H100's GPU rows `gpudl bench lstm --record` kept (course/data)."""
+    from gpudl import benchmarks
+
+    return [r for r in benchmarks.recorded("lstm")["H100-SXM"]["rows"] if r["device"].startswith("cuda")]
+
+
+def _lstm_size(batch):
+    """(T, N, D, H) of the recorded GPU case with batch N."""
+    for r in _lstm_rows():
+        size = dict(kv.split("=") for kv in r["device"].split()[1:])
+        if int(size["N"]) == batch:
+            return int(size["T"]), batch, int(size["D"]), int(size["H"])
+    raise KeyError(f"no recorded GPU case with batch {batch}")
+
+
+def _lstm(what, batch, key="median ms"):
+    size = "cuda T={} N={} D={} H={}".format(*_lstm_size(batch))
+    return next(r[key] for r in _lstm_rows() if r["implementation"] == what and r["device"] == size)
+
+
 def _under(x, limit):
     """``limit`` when ``x`` is below it (the prose says "under"), else ``x`` itself, which then fails."""
     return limit if x < limit else x
@@ -61,4 +82,19 @@ FIGURES = [
     Figure("a `(16, 128) x (128, 512)` product", 128, lambda ns: ns["U32"].shape[1]),
     Figure("a `(16, 128) x (128, 512)` product", 512, lambda ns: ns["U32"].shape[0]),
     Figure("an H100's 132 SMs", 132, lambda ns: hardware.SPECS["H100-SXM"].sms),
+    # measured on an H100: `gpudl bench lstm --record` (course/data/bench_lstm.json)
+    Figure("took\n4.87 ms for forward and backward", 4.87, lambda ns: _lstm("cuDNN nn.LSTM", 32), atol=0.005, rtol=0),
+    Figure("the per-step loop of `nn.LSTMCell` 34.0 ms", 34.0,
+           lambda ns: _lstm("per-step loop of nn.LSTMCell", 32), atol=0.05, rtol=0),
+    Figure("6.97x as long", 6.97, lambda ns: _lstm("per-step loop of nn.LSTMCell", 32, "time / nn.LSTM"), atol=0.005,
+           rtol=0),
+    Figure("6.97x as long", 6.97,
+           lambda ns: _lstm("per-step loop of nn.LSTMCell", 32) / _lstm("cuDNN nn.LSTM", 32), atol=0.005, rtol=0),
+    Figure("at T = 64 steps of a batch of 32 with D = H = 256", 64, lambda ns: _lstm_size(32)[0]),
+    Figure("at T = 64 steps of a batch of 32 with D = H = 256", 256, lambda ns: _lstm_size(32)[2]),
+    Figure("products of (32, 256) x (256, 1024)", 1024, lambda ns: 4 * _lstm_size(32)[3]),
+    Figure("With a batch\nof 256 and D = H = 1024", 1024, lambda ns: _lstm_size(256)[3]),
+    Figure("the loop took 1.65x cuDNN's 20.0 ms", 1.65,
+           lambda ns: _lstm("per-step loop of nn.LSTMCell", 256, "time / nn.LSTM"), atol=0.005, rtol=0),
+    Figure("the loop took 1.65x cuDNN's 20.0 ms", 20.0, lambda ns: _lstm("cuDNN nn.LSTM", 256), atol=0.05, rtol=0),
 ]

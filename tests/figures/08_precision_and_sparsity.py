@@ -13,6 +13,26 @@ _DERIVED = {row["name"]: row for row in F.precision_table()}
 _NOT_FLOAT = "beyond float64's range: formats.precision_table() derives it as a string, tests/test_formats.py checks it"
 
 
+def _recorded(part: str) -> list[dict]:
+    """The H100's rows of ``part`` that `gpudl bench precision --record` kept (course/data)."""
+    from gpudl import benchmarks
+
+    return [r for r in benchmarks.recorded("precision")["H100-SXM"]["rows"] if r["part"] == part]
+
+
+def _rung(case: str, key: str = "tflops") -> float:
+    return next(r[key] for r in _recorded("ladder") if r["case"] == case and r["n"] == 8192)
+
+
+def _sparse(n: int, key: str) -> float:
+    return next(r[key] for r in _recorded("2:4 vs dense") if r["n"] == n)
+
+
+def _tf32_ulp(rounding: str) -> float:
+    return next(r["median_ulp"] for r in _recorded("TF32 in ULPs")
+                if r["n"] == 1024 and r["case"] == f"uniform: cuBLAS TF32 vs emulation ({rounding})")
+
+
 def _derived(name: str, column: str) -> float:
     return float(Decimal(_DERIVED[name][column]))
 
@@ -124,4 +144,38 @@ FIGURES = [
     Figure("none of these ImageNet rows moves more than 0.15", 0.15, lambda ns: ns["largest_gap"], rtol=1e-3),
     Figure("none of these ImageNet rows moves more than 0.15", 0.15,
            lambda ns: max(abs(t - f) for f, t in ns["lecture_top1"].values()), rtol=1e-3),
+    # measured on an H100: `gpudl bench precision --record` (course/data/bench_precision.json)
+    Figure("FP32 ran at 52.0 TFLOP/s", 52.0, lambda ns: _rung("fp32"), atol=0.05, rtol=0),
+    Figure("(78% of its 66.9)", 78, lambda ns: 100 * _rung("fp32", "fraction"), atol=0.5, rtol=0),
+    Figure("(78% of its 66.9)", 66.9, lambda ns: _rung("fp32", "peak_tflops"), atol=0.05, rtol=0),
+    Figure("TF32 at 376 (76%)", 376, lambda ns: _rung("tf32"), atol=0.5, rtol=0),
+    Figure("TF32 at 376 (76%)", 76, lambda ns: 100 * _rung("tf32", "fraction"), atol=0.5, rtol=0),
+    Figure("FP16 at 677 (68%)", 677, lambda ns: _rung("fp16"), atol=0.5, rtol=0),
+    Figure("FP16 at 677 (68%)", 68, lambda ns: 100 * _rung("fp16", "fraction"), atol=0.5, rtol=0),
+    Figure("BF16 at 698 (71%)", 698, lambda ns: _rung("bf16"), atol=0.5, rtol=0),
+    Figure("BF16 at 698 (71%)", 71, lambda ns: 100 * _rung("bf16", "fraction"), atol=0.5, rtol=0),
+    Figure("at 1,257 (64% of 1,979)", 1257, lambda ns: _rung("fp8 e4m3 (_scaled_mm)"), atol=0.5, rtol=0),
+    Figure("at 1,257 (64% of 1,979)", 64, lambda ns: 100 * _rung("fp8 e4m3 (_scaled_mm)", "fraction"), atol=0.5,
+           rtol=0),
+    Figure("at 1,257 (64% of 1,979)", 1979, lambda ns: _rung("fp8 e4m3 (_scaled_mm)", "peak_tflops"), atol=0.5,
+           rtol=0),
+    Figure("bought 7.22x (FP32 to TF32)", 7.22, lambda ns: _rung("tf32") / _rung("fp32"), atol=0.005, rtol=0),
+    Figure("1.80x\n(TF32 to FP16)", 1.80, lambda ns: _rung("fp16") / _rung("tf32"), atol=0.005, rtol=0),
+    Figure("1.86x (FP16 to FP8)", 1.86, lambda ns: _rung("fp8 e4m3 (_scaled_mm)") / _rung("fp16"), atol=0.005, rtol=0),
+    Figure("the peaks promise 7.4x, 2x and 2x", 7.4,
+           lambda ns: hardware.peak_flops("H100-SXM", "tf32") / hardware.peak_flops("H100-SXM", "fp32"), atol=0.05, rtol=0),
+    Figure("the peaks promise 7.4x, 2x and 2x", 2,
+           lambda ns: hardware.peak_flops("H100-SXM", "fp8") / hardware.peak_flops("H100-SXM", "fp16")),
+    Figure("FP16 2:4 ran at 1,008 dense-equivalent", 1008, lambda ns: _rung("fp16 2:4 sparse"), atol=0.5, rtol=0),
+    Figure("51% of the sparse peak", 51, lambda ns: 100 * _rung("fp16 2:4 sparse", "fraction"), atol=0.5, rtol=0),
+    Figure("1.49x the dense FP16\nrung", 1.49, lambda ns: _rung("fp16 2:4 sparse") / _rung("fp16"), atol=0.005, rtol=0),
+    Figure("at 8192 (1.45x)", 1.45, lambda ns: _sparse(8192, "speedup"), atol=0.005, rtol=0),
+    Figure("and 16384 (1.10x)", 1.10, lambda ns: _sparse(16384, "speedup"), atol=0.005, rtol=0),
+    Figure("about 0.58 ms whatever the size", 0.58, lambda ns: _sparse(2048, "sparse_ms"), atol=0.01, rtol=0),
+    Figure("about 0.58 ms whatever the size", 0.58, lambda ns: _sparse(4096, "sparse_ms"), atol=0.01, rtol=0),
+    Figure("0.05x and 0.32x of\ndense", 0.05, lambda ns: _sparse(2048, "speedup"), atol=0.005, rtol=0),
+    Figure("0.05x and 0.32x of\ndense", 0.32, lambda ns: _sparse(4096, "speedup"), atol=0.005, rtol=0),
+    Figure("median 67 ULP of the FP32 result at n = 1024", 67, lambda ns: _tf32_ulp("rne"), atol=0.5, rtol=0),
+    Figure("against 84 for ties away from zero", 84, lambda ns: _tf32_ulp("rna"), atol=0.5, rtol=0),
+    Figure("and 9,862 for\ntruncation", 9862, lambda ns: _tf32_ulp("rtz"), atol=0.5, rtol=0),
 ]

@@ -22,6 +22,22 @@ def _int8(n: int, what: str, key: str) -> float:
     return next(r[key] for r in rows if r["n"] == n and r["what"] == names[what])
 
 
+def _fusion(what: str, key: str) -> float:
+    """A fusion row `gpudl bench inference --record` kept for the H100 (course/data)."""
+    from gpudl import benchmarks
+
+    rows = benchmarks.recorded("inference")["H100-SXM"]["rows"]
+    return next(r[key] for r in rows if r["part"] == "fusion" and r["what"] == what)
+
+
+def _fusion_bandwidth(what: str) -> float:
+    """The model's bytes of that version of the 8192 x 8192 FP16 chain over its recorded time, in B/s."""
+    from gpudl import fusion
+
+    ops = fusion.chain_ops(8192, 8192, "fp16") if what.startswith("eager") else [fusion.fused_op(8192, 8192, "fp16")]
+    return sum(op.bytes for op in ops) / (_fusion(what, "median ms") * 1e-3)
+
+
 def _of_peak(n: int, what: str) -> float:
     dtype = "fp16" if what == "fp16" else "int8"
     return _int8(n, what, "TOP/s") * 1e12 / hardware.peak_flops("H100-SXM", dtype) * 100
@@ -116,29 +132,51 @@ FIGURES = [
            lambda ns: hardware.peak_flops("H100-SXM", "int8") / hardware.peak_flops("H100-SXM", "fp16")),
     Figure("inference latency of 7 ms with TensorRT", 7, None,
            why="the cuDNN lecture's Volta slide ('ResNet-50 Inference: TensorRT - 7ms Latency'), quoted as the deck gives it"),
-    # INT8 GEMMs measured on an H100 (course/data/int8_gemm.json)
-    Figure("cuBLAS FP16 ran at 717 TFLOP/s", 717, lambda ns: _int8(8192, "fp16", "TOP/s"), rtol=1e-3),
-    Figure("717 TFLOP/s, 72% of its peak", 72, lambda ns: _of_peak(8192, "fp16"), atol=0.5, rtol=0),
+    # INT8 GEMMs measured on an H100 (course/data/bench_inference.json)
+    Figure("cuBLAS FP16 ran at 724 TFLOP/s", 724, lambda ns: _int8(8192, "fp16", "TOP/s"), atol=0.6, rtol=0),
+    Figure("724 TFLOP/s, 73% of its peak", 73, lambda ns: _of_peak(8192, "fp16"), atol=0.5, rtol=0),
     Figure("row-major ran at 130 TOP/s", 130, lambda ns: _int8(8192, "row", "TOP/s"), atol=0.5, rtol=0),
     Figure("0.18x FP16 and 7% of INT8's peak", 0.18, lambda ns: _int8(8192, "row", "speed-up"), atol=0.005, rtol=0),
     Figure("0.18x FP16 and 7% of INT8's peak", 7, lambda ns: _of_peak(8192, "row"), atol=0.5, rtol=0),
-    Figure("column-major ran at 896 TOP/s", 896, lambda ns: _int8(8192, "col", "TOP/s"), atol=0.5, rtol=0),
-    Figure("896 TOP/s, 1.26x FP16", 1.26, lambda ns: _int8(8192, "col", "speed-up"), atol=0.005, rtol=0),
-    Figure("Triton kernel at 1,159 TOP/s", 1159, lambda ns: _int8(8192, "triton", "TOP/s"), atol=0.5, rtol=0),
-    Figure("1,159 TOP/s, 1.62x FP16", 1.62, lambda ns: _int8(8192, "triton", "speed-up"), atol=0.005, rtol=0),
-    Figure("(1.67x with the", 1.67, lambda ns: _int8(8192, "layer", "speed-up"), atol=0.005, rtol=0),
-    Figure("reach 45% of INT8's peak", 45, lambda ns: _of_peak(8192, "col"), atol=0.5, rtol=0),
-    Figure("FP16 kernels reach 72% of theirs", 72, lambda ns: _of_peak(8192, "fp16"), atol=0.5, rtol=0),
-    Figure("twice the peak bought 1.26x", 1.26, lambda ns: _int8(8192, "col", "speed-up"), atol=0.005, rtol=0),
-    Figure("timing 51 configurations", 51, None,
+    Figure("column-major ran at 900 TOP/s", 900, lambda ns: _int8(8192, "col", "TOP/s"), atol=0.5, rtol=0),
+    Figure("900 TOP/s, 1.25x FP16", 1.25, lambda ns: _int8(8192, "col", "speed-up"), atol=0.005, rtol=0),
+    Figure("Triton kernel at 1,163 TOP/s", 1163, lambda ns: _int8(8192, "triton", "TOP/s"), atol=0.5, rtol=0),
+    Figure("1,163 TOP/s, 1.61x FP16", 1.61, lambda ns: _int8(8192, "triton", "speed-up"), atol=0.005, rtol=0),
+    Figure("(1.68x with the", 1.68, lambda ns: _int8(8192, "layer", "speed-up"), atol=0.005, rtol=0),
+    Figure("reach 45.5% of INT8's peak", 45.5, lambda ns: _of_peak(8192, "col"), atol=0.05, rtol=0),
+    Figure("FP16 kernels reach 73% of theirs", 73, lambda ns: _of_peak(8192, "fp16"), atol=0.5, rtol=0),
+    Figure("twice the peak bought 1.25x", 1.25, lambda ns: _int8(8192, "col", "speed-up"), atol=0.005, rtol=0),
+    Figure("a sweep of 51 configurations", 51, None,
            why="scripts/int8_tune.py's sweep on an H100 (2026-11-27): 32 configurations at 2048^3 and 8192^3, 19 more "
                "at 2048^3; its output is not kept with the lecture"),
-    Figure("the margin shrinks to 1.19x", 1.19, lambda ns: _int8(2048, "triton", "speed-up"), atol=0.005, rtol=0),
-    Figure("(1.28x with the FP16 epilogue)", 1.28, lambda ns: _int8(2048, "layer", "speed-up"), atol=0.005, rtol=0),
+    Figure("the margin shrinks to 1.21x", 1.21, lambda ns: _int8(2048, "triton", "speed-up"), atol=0.005, rtol=0),
     Figure("The whole product takes 23 us", 23, lambda ns: _int8(2048, "triton", "median ms") * 1e3, atol=0.5, rtol=0),
-    Figure("ran 2048^3 at 1.32x FP16", 1.32, None,
-           why="scripts/int8_graph.py on an H100 (2026-11-27): triton.testing.do_bench_cudagraph, 18.3 us against "
-               "cuBLAS FP16's 24.2 us; a probe, not part of the bench's record"),
+    Figure("the INT32 result (16 MiB", 16, lambda ns: 2048 ** 2 * 4 / 2 ** 20),
+    Figure("twice the 8 MiB of FP16's", 8, lambda ns: 2048 ** 2 * 2 / 2 ** 20),
+    Figure("The layer's form ran at 0.63x FP16", 0.63, lambda ns: _int8(2048, "layer", "speed-up"), atol=0.005, rtol=0),
+    Figure("fastest row at 4096^3 (1.53x)", 1.53, lambda ns: _int8(4096, "layer", "speed-up"), atol=0.005, rtol=0),
+    Figure("fastest row at 4096^3 (1.53x)", 1.53,
+           lambda ns: max(_int8(4096, w, "speed-up") for w in ("fp16", "row", "col", "triton", "layer")),
+           atol=0.005, rtol=0),
+    # the fused chain measured on an H100 (the same record)
+    Figure("the eager chain took 0.403 ms", 0.403, lambda ns: _fusion("eager torch (3 kernels)", "median ms"), atol=5e-4,
+           rtol=0),
+    Figure("at 2,329 GB/s, 70% of", 2329, lambda ns: _fusion_bandwidth("eager torch (3 kernels)") / 1e9, atol=0.5, rtol=0),
+    Figure("at 2,329 GB/s, 70% of", 70, lambda ns: 100 * _fusion_bandwidth("eager torch (3 kernels)")
+           / hardware.peak_bandwidth("H100-SXM"), atol=0.5, rtol=0),
+    Figure("the fused Triton kernel took 0.137 ms", 0.137, lambda ns: _fusion("fused Triton kernel", "median ms"),
+           atol=5e-4, rtol=0),
+    Figure("at 2,930 GB/s, 87%", 2930, lambda ns: _fusion_bandwidth("fused Triton kernel") / 1e9, atol=0.5, rtol=0),
+    Figure("at 2,930 GB/s, 87%", 87, lambda ns: 100 * _fusion_bandwidth("fused Triton kernel")
+           / hardware.peak_bandwidth("H100-SXM"), atol=0.5, rtol=0),
+    Figure("2.94x faster, where the bytes", 2.94, lambda ns: _fusion("fused Triton kernel", "speed-up"), atol=0.005,
+           rtol=0),
+    Figure("predicted 2.33x", 2.33, lambda ns: _fusion("fused Triton kernel", "predicted"), atol=0.005, rtol=0),
+    Figure("predicted 2.33x", 2.33, lambda ns: ns["predicted"], atol=0.005, rtol=0),
+    Figure("here 1.26", 1.26, lambda ns: _fusion("fused Triton kernel", "measured/predicted"), atol=0.005, rtol=0),
+    Figure("here 1.26", 1.26, lambda ns: _fusion_bandwidth("fused Triton kernel")
+           / _fusion_bandwidth("eager torch (3 kernels)"), atol=0.005, rtol=0),
+    Figure("that ran as fast (2.95x)", 2.95, lambda ns: _fusion("torch.compile", "speed-up"), atol=0.005, rtol=0),
     Figure("multiplying row 7 of the first layer by 256", 256, lambda ns: ns["FACTOR"]),
     # tuning and batching
     Figure("from 0.26 ms for Winograd", 0.26, lambda ns: conv.LECTURE_GV100_3X3["WINOGRAD"][0]),

@@ -15,8 +15,9 @@ Three measurements of Unit 09, one table:
   of the Triton kernel: per-row and per-column scales in the epilogue, FP16 stored (half the
   bytes of INT32 sums, as the FP16 GEMM stores), checked against the scaled INT32 sums. The five
   GEMMs are warmed together and timed
-  in turns, so no row gets the clock of an idle GPU. ``--record`` keeps the rows, with the device,
-  date and command, in ``course/data/int8_gemm.json`` (``RECORD_FILE``), which lecture 09 shows;
+  in turns, so no row gets the clock of an idle GPU. ``--record`` keeps all rows, with the device,
+  date and command, in ``course/data/bench_inference.json`` (``RECORD_FILE``), which lecture 09
+  shows (``recorded_int8``: the INT8 rows);
 - batching: a small ResNet's latency and throughput against batch size, and which batches meet
   the 30 FPS latency budget (33 ms).
 
@@ -28,19 +29,19 @@ says so) and the Triton INT8 kernel is only checked for exactness, in the interp
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from ..table import Table
+from . import _record
 
 PARTS = ("fusion", "int8", "batching")
 FP16_ROW = "torch.matmul FP16 (cuBLAS)"
 # The INT8 layer's row: the Triton GEMM with per-row and per-column scales in its epilogue, FP16 out
 LAYER_ROW = "Triton INT8, scales in epilogue, FP16 out"
-# Where ``--record`` keeps the INT8 rows: the course's data folder, beside the lecture that shows
-# them (this module's source lies in src/gpudl/benchmarks/ of the course repository).
-RECORD_FILE = Path(__file__).resolve().parents[3] / "course" / "data" / "int8_gemm.json"
+# Where ``--record`` keeps the rows (the registry's ``--record``): the course's data folder, beside
+# the lecture that shows them.
+RECORD_FILE = _record.path_of("inference")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ncu", action="store_true", help="also measure DRAM bytes per kernel with Nsight Compute")
     parser.add_argument("--gemm", type=int, nargs="+", default=None,
                         help="INT8 vs FP16 GEMM sizes n (n^3; default: 2048 4096 8192 GPU, 256 CPU)")
-    parser.add_argument("--record", nargs="?", const=str(RECORD_FILE), default=None, metavar="PATH",
-                        help=f"keep the GPU's INT8 rows with device, date and command in PATH (default {RECORD_FILE})")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="which measurements to run")
     parser.add_argument("--max-batch", type=int, default=None, help="largest batch of the sweep (default 512 GPU, 16 CPU)")
 
@@ -228,42 +227,18 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[dict[
     return []
 
 
-def record_int8(rows: list[dict[str, Any]], path: str | Path, command: str) -> dict[str, Any]:
-    """Add the GPU's INT8 rows to the record at ``path`` (JSON: one entry per GPU model, replaced
-    by a later run on the same model), with the device, the date and the command; return the
-    record."""
-    import datetime
-
-    import torch
-    import triton
-
-    from .. import hardware
-
-    spec = hardware.detect()
-    gpu = spec.name if spec is not None else torch.cuda.get_device_name()
-    path = Path(path)
-    record = recorded_int8(path)
-    record[gpu] = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
-                   "command": command, "torch": torch.__version__, "triton": triton.__version__,
-                   "rows": [{"n": int(r["case"].split("^")[0]), "what": r["what"], "median ms": r["median ms"],
-                             "TOP/s": 2 * int(r["case"].split("^")[0]) ** 3 / (r["median ms"] * 1e-3) / 1e12,
-                             "speed-up": r["speed-up"], "config": r["config"]} for r in rows]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return record
-
-
 def recorded_int8(path: str | Path | None = None) -> dict[str, Any]:
-    """The INT8 rows ``gpudl bench inference --record`` kept: {GPU: {device, date, command, torch,
-    triton, rows}}; empty when nothing was recorded."""
-    path = Path(path or RECORD_FILE)
-    if not path.is_file():
-        return {}
-    record = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(record, dict) or not all(isinstance(v, dict) and isinstance(v.get("rows"), list)
-                                               for v in record.values()):
-        raise ValueError(f"{path}: not a record of `gpudl bench inference --record`")
-    return record
+    """The INT8 rows ``gpudl bench inference --record`` kept, per GPU: {GPU: {device, date,
+    command, torch, triton, rows}}, each row {n, what, median ms, TOP/s, speed-up, config};
+    empty when nothing was recorded."""
+    out = {}
+    for gpu, entry in _record.recorded("inference", path).items():
+        rows = [{"n": (n := int(r["case"].split("^")[0])), "what": r["what"], "median ms": r["median ms"],
+                 "TOP/s": 2 * n ** 3 / (r["median ms"] * 1e-3) / 1e12, "speed-up": r["speed-up"],
+                 "config": r.get("config") or ""} for r in entry["rows"] if r.get("part") == "int8"]
+        if rows:
+            out[gpu] = {**{k: v for k, v in entry.items() if k not in ("rows", "notes", "title")}, "rows": rows}
+    return out
 
 
 def _batching_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[Any]:
@@ -330,15 +305,7 @@ def run(args: argparse.Namespace) -> Table:
     table = Table(f"Inference on {'the GPU' if cuda else 'the CPU'}: {', '.join(parts)}")
     res = _fusion_rows(args, cuda, table) if "fusion" in parts else None
     if "int8" in parts:
-        rows = _int8_rows(args, cuda, table)
-        if args.record and rows:
-            sizes = args.gemm or [2048, 4096, 8192]
-            command = ("gpudl bench inference" + (" --quick" if args.quick else "") + " --parts " + " ".join(parts)
-                       + " --gemm " + " ".join(map(str, sizes)) + " --record")
-            record_int8(rows, args.record, command)
-            table.notes.append(f"int8: rows recorded in {args.record}")
-        elif args.record:
-            table.notes.append("int8: nothing recorded: --record keeps the GPU's rows, and this run had none")
+        _int8_rows(args, cuda, table)
     points = _batching_rows(args, cuda, table) if "batching" in parts else None
     table.figures = _figures(res, points, cuda)
     return table

@@ -190,6 +190,12 @@ INT8_CONFIGS = (
     Int8Config(128, 128, 64, 8, num_warps=4, num_stages=4),
     Int8Config(128, 128, 64, 8, num_warps=8, num_stages=5),
     Int8Config(128, 128, 64, 4, num_warps=4, num_stages=6),
+    # added in a second round (November 28): 128-byte K tiles, two programs per multiprocessor; the
+    # autotuner chose the first at 2048^3 and 4096^3 on an H100 (course/data/bench_inference.json).
+    # Clusters of two (num_ctas=2) were tried too and dropped: Triton 3.6 cannot compile the scaled
+    # epilogue in a cluster.
+    Int8Config(128, 128, 128, 8, num_warps=4, num_stages=3),
+    Int8Config(128, 128, 128, 8, num_warps=8, num_stages=3, tma=True),
 )
 # In the interpreter every program runs one after another in Python: few, large tiles are fastest.
 INT8_INTERPRETER_CONFIG = Int8Config(32, 32, 32, 4, num_warps=4, num_stages=1)
