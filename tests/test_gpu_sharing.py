@@ -12,6 +12,7 @@ import time
 
 import nbformat
 import pytest
+import torch
 
 from conftest import ROOT, SANDBOX, all_mutants, student_copy
 from gpudl import notebooks
@@ -266,6 +267,49 @@ def test_students_graded_side_by_side_score_as_when_graded_alone(tmp_path):
     assert together["ada"].marks["timed_alone"] == 6 and together["ada"].marks["timed_shared"] == 0
 
 
+def _class_of(tmp_path, lab: str, mutants: dict[str, str]) -> tuple[dict, object]:
+    """The solution as "ada" and each named mutant of ``lab`` as its student, written under tmp_path/subs."""
+    good = student_copy(lab)
+    bank = {m.name: m for m in all_mutants() if m.lab == lab}
+    class_ = {"ada": good}
+    for sid, name in mutants.items():
+        m = bank[name]
+        class_[sid] = notebooks.replace_source(good, m.cell, m.planted(notebooks.find_cell(good, m.cell).source))
+    subs = tmp_path / "subs"
+    for sid, nb in class_.items():
+        (subs / sid).mkdir(parents=True)
+        nbformat.write(nb, str(subs / sid / f"{lab}.ipynb"))
+    return class_, subs
+
+
+# On a GPU machine the kernels of lab 03 (Triton) and lab 04 (numba-cuda) compile and run on the device that
+# the students graded at once share; on a CPU they run in the interpreter and the simulator (test_labs).
+GPU_LABS = {"lab03_gemm_blocking": "triton_matmul__k_unmasked",
+            "lab04_cuda_programming_model": "stencil__halo_not_loaded"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SANDBOX, reason="grading needs the sandbox (bubblewrap)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the kernels on a GPU: needs one")
+@pytest.mark.parametrize("lab", sorted(GPU_LABS))
+def test_gpu_kernels_graded_side_by_side_score_as_when_graded_alone(tmp_path, lab):
+    """A correct and a wrong submission of a kernel lab graded at once on one GPU score exactly what
+    each scores graded alone, the correct one full marks, the wrong one less."""
+    name = GPU_LABS[lab]
+    class_, subs = _class_of(tmp_path, lab, {"bo": name})
+    kw = dict(root=ROOT, secret="side-by-side", progress=False, echo=lambda *_: None)
+    together = {r.student: r for r in pipeline.grade(lab, subs, tmp_path / "together", jobs=2, per_gpu=2, **kw)}
+    alone = {}
+    for sid in class_:
+        one = tmp_path / f"only-{sid}"
+        (one / sid).mkdir(parents=True)
+        nbformat.write(class_[sid], str(one / sid / f"{lab}.ipynb"))
+        alone.update({r.student: r for r in pipeline.grade(lab, one, tmp_path / f"out-{sid}", jobs=1, **kw)})
+    assert {sid: r.scores for sid, r in together.items()} == {sid: r.scores for sid, r in alone.items()}
+    assert sum(alone["ada"].scores.values()) == alone["ada"].max_score
+    assert sum(alone["bo"].scores.values()) < alone["bo"].max_score, f"mutant {name} kept full marks"
+
+
 # --- honest timing: a rate judged by the median of interleaved rounds, an inconclusive one measured again
 
 def _rounds(ratios):
@@ -303,6 +347,66 @@ def test_a_wrong_rate_fails_at_once_with_its_message(ratio, hint):
     with pytest.raises(GradingError, match=re.escape(hint)):
         lab02._judge_rates(measure, "w", "gpudl measures")
     assert len(calls) == 3                                        # one set of rounds: a wrong figure is not retried
+
+
+def _speed_batches(ratios):
+    """timed_rounds() for lab 07's speed check: batches of 3 rounds with the kernel at these speeds
+    relative to SDPA's 1 ms, one batch per call."""
+    batches = [list(ratios[i:i + 3]) for i in range(0, len(ratios), 3)]
+    calls = []
+
+    def timed_rounds():
+        calls.append(1)
+        rs = batches.pop(0)
+        return {"sdpa": [1e-3] * len(rs), "mine": [1e-3 / r for r in rs]}
+
+    return timed_rounds, calls
+
+
+@pytest.mark.parametrize("ratios, batches", [([0.7, 0.1, 0.72], 1),               # one disturbed round: the median holds
+                                              ([0.3, 0.2, 0.3, 0.69, 0.7, 0.71], 2),  # inconclusive, then clean
+                                              ([0.3] * 9, 3)])                   # inconclusive three times: passes
+def test_an_honest_attention_kernel_on_a_busy_gpu_keeps_its_points(ratios, batches):
+    """lab 07's kernel speed: the median of rounds timed in turns; a batch that is neither clearly fast
+    enough nor clearly too slow is timed again, and never failed for it (the solution lost 2 points in
+    2 of 9 gradings on an H100 shared by 8 students while a single measurement of each decided)."""
+    from gpudl.grading import lab07
+
+    timed_rounds, calls = _speed_batches(ratios)
+    lab07._judge_speed(timed_rounds)
+    assert len(calls) == batches
+
+
+def test_a_slow_attention_kernel_fails_at_once():
+    from gpudl.grading import GradingError, lab07
+
+    timed_rounds, calls = _speed_batches([0.1, 0.12, 0.09])
+    with pytest.raises(GradingError, match=r"your kernel takes 10.00 ms, 10.0x the 1.00 ms .* median of 3 rounds"):
+        lab07._judge_speed(timed_rounds)
+    assert len(calls) == 1
+
+
+def test_lab07_times_the_kernel_and_sdpa_in_turns(monkeypatch):
+    """The student-side timer of lab 07 alternates the order round by round and returns each median."""
+    from gpudl import bench
+    from gpudl.grading import lab07
+
+    order = []
+
+    class Timing:
+        median = 1e-3
+
+    def fake_time_cuda(fn, budget_s, what):
+        order.append("sdpa" if "scaled_dot_product" in what else "mine")
+        fn()
+        return Timing()
+
+    monkeypatch.setattr(bench, "time_cuda", fake_time_cuda)
+    q = torch.randn(2, 8, 4)
+    seen = lab07._time_kernel(lambda q, k, v: q * 2, q, q, q, 3)
+    assert torch.equal(seen["out"], q * 2)
+    assert order == ["mine", "sdpa", "sdpa", "mine", "mine", "sdpa"]
+    assert seen["mine"] == [1e-3] * 3 and seen["sdpa"] == [1e-3] * 3
 
 
 def test_the_readme_slurm_script_and_actions_workflow_parse():

@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import bench, hardware
 from ..timing import _fmt_time as _fmt
-from . import (Case, GradingError, assert_close, assert_equal, check_cases, choice_letters, draw, exercise, question, quiet,
-               ratio_hint, run_student, student_side)
+from . import (Case, GradingError, assert_close, assert_equal, check_cases, choice_letters, draw, exercise, judge_ratio,
+               question, quiet, ratio_hint, run_student, student_side)
 from .boundary import AxesSnapshot, timed
 from .expected import expected
 
@@ -520,22 +520,15 @@ def _one_matmul_case(fn: Callable, dt: str, n: int, tf32_before: bool) -> None:
 
 def _judge_rates(measure: Callable[[], tuple[float, float]], where: str, source: str,
                  rounds: int = RATE_ROUNDS, attempts: int = RATE_ATTEMPTS) -> None:
-    """Judge a student's rate against gpudl's on the same work. ``measure()`` is one round: the
-    student's figure and gpudl's, measured back to back (interleaved, the same warm-up and timer, on
-    the same device at the same clocks). The median ratio of ``rounds`` rounds inside the band
-    [LOW, 1 / LOW] passes; outside [SURE, 1 / SURE] fails with the teaching message; in between the
-    measurement is inconclusive and is made again, ``attempts`` times at most, then passes: a busy or
-    boosting device can move an honest figure, and a wrong one (a factor of 2, of 1e3) stays far out."""
+    """Judge a student's rate against gpudl's on the same work (``judge_ratio``): the median
+    ratio of ``rounds`` rounds inside the band [LOW, 1 / LOW] passes; outside [SURE, 1 / SURE]
+    fails with the teaching message; in between it is measured again, ``attempts`` times at most,
+    then passes: a busy or boosting device can move an honest figure, and a wrong one (a factor of
+    2, of 1e3) stays far out."""
     __tracebackhide__ = True
-    for _ in range(attempts):
-        pairs = sorted((measure() for _ in range(rounds)), key=lambda p: p[0] / p[1])
-        value, expected = pairs[len(pairs) // 2]            # the round of the median ratio
-        ratio = value / expected
-        if LOW <= ratio <= 1 / LOW:
-            return
-        if not SURE <= ratio <= 1 / SURE:
-            _compare_rates(value, expected, where, source)
-    return
+    judge_ratio(measure, passes=lambda r: LOW <= r <= 1 / LOW, fails=lambda r: not SURE <= r <= 1 / SURE,
+                fail=lambda value, expected: _compare_rates(value, expected, where, source),
+                rounds=rounds, attempts=attempts)
 
 
 def _compare_rates(value: float, expected: float, where: str, source: str) -> None:

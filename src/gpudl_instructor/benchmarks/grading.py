@@ -5,7 +5,8 @@ and then all N in one batch, each time the way an instructor does (``gpudl grade
 of its own: nbgrader, the sandbox and the checker included, feedback too), and reports for each
 lab the wall time and students per minute of both, the marginal seconds of one more student
 ``(T(N) - T(1)) / (N - 1)`` (and the students per minute that makes), and the students graded at
-once and per GPU the grader chose (read from its own report of them). ``--all`` measures every
+once and per GPU the grader chose (read from its own report of them), and how many of the
+copies kept full marks (a note names each that did not). ``--all`` measures every
 lab; ``--dry-run`` prints the plan (labs, batch, jobs, students per GPU) and grades nothing. Run
 it on an idle machine: it measures the machine too.
 """
@@ -35,6 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _PLAN = re.compile(r"grading \d+ submission\(s\) of \S+ \([^)]*\), (\d+) at a time(?:, (\d+) per GPU)?")
+
+
+def _full_marks(out: Path) -> tuple[int, int, list[str]]:
+    """(students with full marks, students, a line for each other one) of a graded class: every
+    student is a copy of the solution, so each one short of full marks is a fault to report."""
+    from ..grades import read_scores
+
+    rows = read_scores(out / "grades.csv")
+    short = [f"{sid}: {r['score']:g}/{r['max_score']:g} ({r['status']}{'; ' + r['reason'] if r['reason'] else ''})"
+             for sid, r in sorted(rows.items()) if r["status"] != "graded" or r["score"] != r["max_score"]]
+    return len(rows) - len(short), len(rows), short
 
 
 def _grade(lab: str, subs: Path, out: Path, args: argparse.Namespace, unsafe: bool) -> tuple[float, str, str]:
@@ -75,10 +87,13 @@ def _one_lab(lab: str, n: int, solution: Path, args: argparse.Namespace, unsafe:
         shutil.copy(solution, work / "one" / "student000" / f"{lab}.ipynb")
         one, _, _ = _grade(lab, work / "one", work / "out1", args, unsafe)
         batch, jobs, per_gpu = _grade(lab, work / "subs", work / "outN", args, unsafe)
+        full = [_full_marks(work / out) for out in ("out1", "outN")]
     marginal = (batch - one) / (n - 1)
     return {"lab": lab, "jobs": jobs, "per GPU": per_gpu, "one s": one, "one /min": 60 / one,
             "batch": n, "batch s": batch, "batch /min": 60 * n / batch, "marginal s": marginal,
-            "marginal /min": 60 / marginal if marginal > 0 else float("inf")}
+            "marginal /min": 60 / marginal if marginal > 0 else float("inf"),
+            "full marks": f"{sum(f[0] for f in full)}/{sum(f[1] for f in full)}",
+            "short": [line for f in full for line in f[2]]}
 
 
 def run(args: argparse.Namespace) -> Table:
@@ -102,8 +117,13 @@ def run(args: argparse.Namespace) -> Table:
             table.rows.append({"lab": lab, "jobs": jobs, "per GPU": per_gpu or "-", "batch": n})
         table.notes.append("dry run: nothing graded")
         return table
-    for lab in labs:
-        table.rows.append(_one_lab(lab, n, root / "solutions" / lab / f"{lab}.ipynb", args, unsafe))
+    for i, lab in enumerate(labs, 1):
+        if len(labs) > 1:
+            print(f"[{i}/{len(labs)}] {lab}: one student, then {n}", file=sys.stderr, flush=True)
+        row = _one_lab(lab, n, root / "solutions" / lab / f"{lab}.ipynb", args, unsafe)
+        table.notes += [f"{lab}: a copy of the solution fell short of full marks: {line}" for line in row.pop("short")]
+        table.rows.append(row)
     table.notes.append("one: a class of one student; batch: the class of N; marginal: the wall time one more "
-                       "student adds to the batch, (T(N) - T(1)) / (N - 1); jobs and per GPU: what the grader chose")
+                       "student adds to the batch, (T(N) - T(1)) / (N - 1); jobs and per GPU: what the grader chose; "
+                       "full marks: the copies of the solution (the one, then the batch) that kept full marks")
     return table
