@@ -28,6 +28,8 @@ compares the student's function with the package's reference on cases, through
 ``answer_digest``, ``choice_letters``  fixed answers of questions, compared by hash so the
                    package does not spell them out
 ``numerical_gradient``  central differences, the oracle for backward passes
+``judge_ratio``    a timed figure against the package's: the median of rounds timed in turns,
+                   an inconclusive one measured again and never failed (labs 02 and 07)
 """
 from __future__ import annotations
 

@@ -551,7 +551,8 @@ def kernel_speed(wrapper: Callable) -> None:
             seen = run_student(_time_kernel, wrapper, q, k, v, SPEED_ROUNDS,
                                forbid=["torch.softmax", "torch.nn.functional.softmax"],
                                label="the attention kernel", what="attention_triton")
-        assert_close(seen["out"].float(), expected_out.float(), dtype="fp16", k=d, name=f"output at ({z}, {n}, {d}) FP16")
+        assert_close(seen["out"].float(), expected_out.float(), dtype="fp16", k=d,
+                     name=f"output at ({z}, {n}, {d}) FP16")
         return seen
 
     _judge_speed(timed_rounds)
@@ -574,9 +575,9 @@ def _judge_speed(timed_rounds: Callable[[], dict[str, Any]]) -> None:
     def fail(sdpa: float, mine: float) -> None:
         raise GradingError(f"your kernel takes {mine * 1e3:.2f} ms, {mine / sdpa:.1f}x the {sdpa * 1e3:.2f} ms of "
                            f"torch's scaled_dot_product_attention (the median of {SPEED_ROUNDS} rounds timed in "
-                           f"turns); it needs at least {SPEED_VS_SDPA:.2f}x its speed, {sdpa / SPEED_VS_SDPA * 1e3:.2f} "
-                           "ms. Does it load K and V once per key block, use tl.dot for both products, and skip the "
-                           "key blocks right of the diagonal when causal?")
+                           f"turns); it needs at least {SPEED_VS_SDPA:.2f}x its speed, "
+                           f"{sdpa / SPEED_VS_SDPA * 1e3:.2f} ms. Does it load K and V once per key block, use tl.dot "
+                           "for both products, and skip the key blocks right of the diagonal when causal?")
 
     judge_ratio(one_round, passes=lambda r: r >= SPEED_VS_SDPA, fails=lambda r: r < SPEED_SURE, fail=fail,
                 rounds=SPEED_ROUNDS, attempts=SPEED_ATTEMPTS)
