@@ -232,39 +232,7 @@ def test_bench_grading_reads_the_plan_the_grader_chose():
     assert grading._PLAN.search(line.replace(", 9 per GPU", "")).groups() == ("9", None)
 
 
-LAB = "lab02_matmul_flops"      # its timer and FLOP/s checks time work: they take the exclusive lease
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not SANDBOX, reason="grading needs the sandbox (bubblewrap)")
-def test_students_graded_side_by_side_score_as_when_graded_alone(tmp_path):
-    """Correct and wrong submissions of lab 02 graded two at a time (cells under the shared lease, the
-    timing checks under the exclusive one) score exactly what each scores graded alone."""
-    good = student_copy(LAB)
-    bank = {m.name: m for m in all_mutants() if m.lab == LAB}
-    class_ = {"ada": good}
-    for sid, name in (("bo", "cpu_timer__mean"), ("cy", "gpu_timer__no_synchronize")):
-        m = bank[name]
-        solution_cell = notebooks.find_cell(good, m.cell).source
-        class_[sid] = notebooks.replace_source(good, m.cell, m.planted(solution_cell))
-    subs = tmp_path / "subs"
-    for sid, nb in class_.items():
-        (subs / sid).mkdir(parents=True)
-        nbformat.write(nb, str(subs / sid / f"{LAB}.ipynb"))
-    kw = dict(root=ROOT, secret="side-by-side", progress=False, echo=lambda *_: None)
-    together = {r.student: r for r in pipeline.grade(LAB, subs, tmp_path / "together", jobs=2, **kw)}
-    alone = {}
-    for sid in class_:
-        one = tmp_path / f"only-{sid}"
-        (one / sid).mkdir(parents=True)
-        nbformat.write(class_[sid], str(one / sid / f"{LAB}.ipynb"))
-        alone.update({r.student: r.scores for r in pipeline.grade(LAB, one, tmp_path / f"out-{sid}", jobs=1, **kw)})
-    assert {sid: r.scores for sid, r in together.items()} == alone
-    assert sum(alone["ada"].values()) == 32
-    assert sum(alone["bo"].values()) == 32 - 4 and alone["bo"]["test_cpu_timer"] == 0
-    assert sum(alone["cy"].values()) == 32 - 6 and alone["cy"]["test_gpu_timer"] == 0
-    # side by side, each of ada's timing checks (visible and hidden: 3 test cells) had the device alone
-    assert together["ada"].marks["timed_alone"] == 6 and together["ada"].marks["timed_shared"] == 0
+SIDE_BY_SIDE = dict(root=ROOT, secret="side-by-side", progress=False, echo=lambda *_: None)
 
 
 def _class_of(tmp_path, lab: str, mutants: dict[str, str]) -> tuple[dict, object]:
@@ -282,6 +250,36 @@ def _class_of(tmp_path, lab: str, mutants: dict[str, str]) -> tuple[dict, object
     return class_, subs
 
 
+def _graded_alone(tmp_path, lab: str, class_: dict) -> dict:
+    """Each student of ``class_`` graded in a class of their own: {student: StudentResult}."""
+    alone = {}
+    for sid, nb in class_.items():
+        one = tmp_path / f"only-{sid}"
+        (one / sid).mkdir(parents=True)
+        nbformat.write(nb, str(one / sid / f"{lab}.ipynb"))
+        alone.update({r.student: r for r in pipeline.grade(lab, one, tmp_path / f"out-{sid}", jobs=1, **SIDE_BY_SIDE)})
+    return alone
+
+
+LAB = "lab02_matmul_flops"      # its timer and FLOP/s checks time work: they take the exclusive lease
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SANDBOX, reason="grading needs the sandbox (bubblewrap)")
+def test_students_graded_side_by_side_score_as_when_graded_alone(tmp_path):
+    """Correct and wrong submissions of lab 02 graded two at a time (cells under the shared lease, the
+    timing checks under the exclusive one) score exactly what each scores graded alone."""
+    class_, subs = _class_of(tmp_path, LAB, {"bo": "cpu_timer__mean", "cy": "gpu_timer__no_synchronize"})
+    together = {r.student: r for r in pipeline.grade(LAB, subs, tmp_path / "together", jobs=2, **SIDE_BY_SIDE)}
+    alone = {sid: r.scores for sid, r in _graded_alone(tmp_path, LAB, class_).items()}
+    assert {sid: r.scores for sid, r in together.items()} == alone
+    assert sum(alone["ada"].values()) == 32
+    assert sum(alone["bo"].values()) == 32 - 4 and alone["bo"]["test_cpu_timer"] == 0
+    assert sum(alone["cy"].values()) == 32 - 6 and alone["cy"]["test_gpu_timer"] == 0
+    # side by side, each of ada's timing checks (visible and hidden: 3 test cells) had the device alone
+    assert together["ada"].marks["timed_alone"] == 6 and together["ada"].marks["timed_shared"] == 0
+
+
 # On a GPU machine the kernels of lab 03 (Triton) and lab 04 (numba-cuda) compile and run on the device that
 # the students graded at once share; on a CPU they run in the interpreter and the simulator (test_labs).
 GPU_LABS = {"lab03_gemm_blocking": "triton_matmul__k_unmasked",
@@ -297,14 +295,9 @@ def test_gpu_kernels_graded_side_by_side_score_as_when_graded_alone(tmp_path, la
     each scores graded alone, the correct one full marks, the wrong one less."""
     name = GPU_LABS[lab]
     class_, subs = _class_of(tmp_path, lab, {"bo": name})
-    kw = dict(root=ROOT, secret="side-by-side", progress=False, echo=lambda *_: None)
-    together = {r.student: r for r in pipeline.grade(lab, subs, tmp_path / "together", jobs=2, per_gpu=2, **kw)}
-    alone = {}
-    for sid in class_:
-        one = tmp_path / f"only-{sid}"
-        (one / sid).mkdir(parents=True)
-        nbformat.write(class_[sid], str(one / sid / f"{lab}.ipynb"))
-        alone.update({r.student: r for r in pipeline.grade(lab, one, tmp_path / f"out-{sid}", jobs=1, **kw)})
+    together = {r.student: r for r in pipeline.grade(lab, subs, tmp_path / "together", jobs=2, per_gpu=2,
+                                                     **SIDE_BY_SIDE)}
+    alone = _graded_alone(tmp_path, lab, class_)
     assert {sid: r.scores for sid, r in together.items()} == {sid: r.scores for sid, r in alone.items()}
     assert sum(alone["ada"].scores.values()) == alone["ada"].max_score
     assert sum(alone["bo"].scores.values()) < alone["bo"].max_score, f"mutant {name} kept full marks"

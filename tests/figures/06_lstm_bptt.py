@@ -15,7 +15,7 @@ def _lstm_rows():
     """The H100's GPU rows `gpudl bench lstm --record` kept (course/data)."""
     from gpudl import benchmarks
 
-    return [r for r in benchmarks.recorded("lstm")["H100-SXM"]["rows"] if r["device"].startswith("cuda")]
+    return benchmarks.recorded_table("lstm", "H100-SXM", keep=lambda r: r["device"].startswith("cuda")).rows
 
 
 def _lstm_size(batch):

@@ -17,7 +17,7 @@ def _recorded(part: str) -> list[dict]:
     """The H100's rows of ``part`` that `gpudl bench precision --record` kept (course/data)."""
     from gpudl import benchmarks
 
-    return [r for r in benchmarks.recorded("precision")["H100-SXM"]["rows"] if r["part"] == part]
+    return benchmarks.recorded_table("precision", "H100-SXM", keep=lambda r: r["part"] == part).rows
 
 
 def _rung(case: str, key: str = "tflops") -> float:

@@ -26,8 +26,8 @@ def _fusion(what: str, key: str) -> float:
     """A fusion row `gpudl bench inference --record` kept for the H100 (course/data)."""
     from gpudl import benchmarks
 
-    rows = benchmarks.recorded("inference")["H100-SXM"]["rows"]
-    return next(r[key] for r in rows if r["part"] == "fusion" and r["what"] == what)
+    rows = benchmarks.recorded_table("inference", "H100-SXM", keep=lambda r: r["part"] == "fusion").rows
+    return next(r[key] for r in rows if r["what"] == what)
 
 
 def _fusion_bandwidth(what: str) -> float:

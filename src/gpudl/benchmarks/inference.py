@@ -177,7 +177,7 @@ def _int8_cuda(n: int, budget_s: float, rounds: int, warm_s: float) -> list[dict
     return rows
 
 
-def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[dict[str, Any]]:
+def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
     import numpy as np
     import torch
 
@@ -190,15 +190,13 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[dict[
         raise ValueError(f"--gemm sizes on a GPU must be multiples of 8 above 16 (torch._int_mm's conditions), "
                          f"got {sizes}")
     if cuda:
-        rows = []
         for n in sizes:
-            rows += _int8_cuda(n, budget_s=0.3 if args.quick else 0.5, rounds=1 if args.quick else 3,
-                               warm_s=0.3 if args.quick else 1.0)
-        table.rows.extend(rows)
+            table.rows += _int8_cuda(n, budget_s=0.3 if args.quick else 0.5, rounds=1 if args.quick else 3,
+                                     warm_s=0.3 if args.quick else 1.0)
         table.notes.append("int8: every INT8 product equals torch._int_mm's with B column-major, and a 64x64 corner "
                            "equals exact (int64) arithmetic; speed-up is against torch.matmul FP16 (median of the "
                            "rounds' ratios); B row-major is the layout trap (INT8 tensor cores read B K-major)")
-        return rows
+        return
     from ..gemm import int8 as int8_gemm
 
     g = torch.Generator().manual_seed(0)
@@ -224,7 +222,6 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> list[dict[
                        "column-major, the Triton INT8 kernel on tensor cores) are skipped; the Triton INT8 kernel "
                        "ran in Triton's interpreter (48x80 by 80x40) and equals exact integer arithmetic; speed-up "
                        "is against NumPy float32")
-    return []
 
 
 def recorded_int8(path: str | Path | None = None) -> dict[str, Any]:

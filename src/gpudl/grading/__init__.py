@@ -28,8 +28,8 @@ compares the student's function with the package's reference on cases, through
 ``answer_digest``, ``choice_letters``  fixed answers of questions, compared by hash so the
                    package does not spell them out
 ``numerical_gradient``  central differences, the oracle for backward passes
-``judge_ratio``    a timed figure against the package's: the median of rounds timed in turns,
-                   an inconclusive one measured again and never failed (labs 02 and 07)
+
+A timed figure is judged in ``judging`` (``judge_ratio``: labs 02 and 07).
 """
 from __future__ import annotations
 
@@ -125,29 +125,6 @@ def ratio_hint(actual: float, expected: float, extra: Mapping[float, str] | None
             if math.isclose(ratio, r, rel_tol=1e-3):
                 return text
     return ""
-
-
-def judge_ratio(measure: Callable[[], tuple[float, float]], *, passes: Callable[[float], bool],
-                fails: Callable[[float], bool], fail: Callable[[float, float], None], rounds: int = 3,
-                attempts: int = 3) -> None:
-    """Judge a timed figure against the package's, honestly on a busy or boosting device.
-
-    ``measure()`` is one round: the student's figure and the package's on the same work, measured
-    back to back (interleaved, the same warm-up and timer, at the same clocks). The round of the
-    median ratio (of ``rounds``) is judged: ``passes(ratio)`` returns; ``fails(ratio)`` (a ratio
-    no correct answer gives, far outside what passes) calls ``fail(value, expected)``, which raises
-    the teaching message; in between the measurement is inconclusive and is made again, up to
-    ``attempts`` times, and then passes: a disturbed measurement is repeated, never failed."""
-    __tracebackhide__ = True
-    for _ in range(attempts):
-        pairs = sorted((measure() for _ in range(rounds)), key=lambda p: p[0] / p[1])
-        value, expected = pairs[len(pairs) // 2]            # the round of the median ratio
-        ratio = value / expected
-        if passes(ratio):
-            return
-        if fails(ratio):
-            fail(value, expected)
-            return
 
 
 def _fmt(x: Any) -> str:

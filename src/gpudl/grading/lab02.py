@@ -29,10 +29,11 @@ import numpy as np
 
 from .. import bench, hardware
 from ..timing import _fmt_time as _fmt
-from . import (Case, GradingError, assert_close, assert_equal, check_cases, choice_letters, draw, exercise, judge_ratio,
-               question, quiet, ratio_hint, run_student, student_side)
+from . import (Case, GradingError, assert_close, assert_equal, check_cases, choice_letters, draw, exercise, question, quiet,
+               ratio_hint, run_student, student_side)
 from .boundary import AxesSnapshot, timed
 from .expected import expected
+from .judging import judge_ratio
 
 LAB = "lab02"
 

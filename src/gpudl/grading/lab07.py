@@ -41,10 +41,11 @@ import numpy as np
 
 from ..attention import peak_traced_bytes
 from ..hardware import device
-from . import (Case, GradingError, assert_close, call_student, check_cases, exercise, judge_ratio, question,
-               run_student, student_side)
+from . import (Case, GradingError, assert_close, call_student, check_cases, exercise, question, run_student,
+               student_side)
 from .boundary import timed
 from .expected import expected
+from .judging import judge_ratio
 
 LAB = "lab07"
 
