@@ -210,6 +210,15 @@ def test_jobs_and_students_per_gpu():
         pipeline.plan_jobs(gpus=1, cores=16, host_gib=128, gpu_gib=80, per_gpu=0)
 
 
+def test_students_graded_at_once_share_the_cores_thread_pools(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert pipeline.thread_env(9, cores=16) == {name: "1" for name in pipeline.THREAD_VARIABLES}
+    assert pipeline.thread_env(4, cores=16)["OMP_NUM_THREADS"] == "4"
+    assert pipeline.thread_env(1, cores=16) == {}                 # a student alone keeps every core
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")                     # the instructor's own choice stands
+    assert pipeline.thread_env(9, cores=16) == {}
+
+
 def test_bench_grading_all_plans_every_lab_without_grading(monkeypatch):
     from gpudl import benchmarks
     from gpudl_instructor.pipeline import lab_names
@@ -494,3 +503,25 @@ def test_a_lab_of_several_gpus_shows_each_student_every_gpu(monkeypatch, tmp_pat
     assert pipeline.plan_lab("lab03_gemm_blocking", 2) == (18, 9)        # 9 a GPU, on each of the two
     assert pipeline.plan_lab("lab10_multi_gpu", 2) == (9, 9)             # 9 at once, each on both GPUs
     assert pipeline.whole_machine("lab10_multi_gpu", 2) and not pipeline.whole_machine("lab09_profiling_and_inference", 2)
+
+
+def test_the_grading_server_imports_no_lab_that_would_start_cuda(tmp_path, monkeypatch):
+    """The server students' processes fork from imports the lab modules, on a GPU machine too, but
+    never one whose import starts CUDA (a CUDA started before the fork is lost to every student)."""
+    import torch
+
+    from gpudl_instructor import autograde
+
+    pkg = tmp_path / "fakelabs"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "lab01.py").write_text("VALUE = 1\n")
+    (pkg / "lab02.py").write_text("import torch\ntorch.cuda._lazy_init()\n")   # reads a spec from the device
+    (pkg / "helpers.py").write_text("raise AssertionError('not a lab: never imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    original = torch.cuda._lazy_init
+    import fakelabs
+
+    assert autograde.import_labs(fakelabs) == ["lab01"]
+    assert "fakelabs.lab01" in sys.modules and "fakelabs.lab02" not in sys.modules
+    assert torch.cuda._lazy_init is original

@@ -219,6 +219,10 @@ CASES = [
                  "except OSError as e:\n    print('refused', e)"), "refused; nothing of it in OUT"),
     Case("big_output", "resources", "prints 50 MB",
          hostile(lambda ctx: "for _ in range(50):\n    print('x' * (1 << 20))"), "truncated; small feedback"),
+    Case("huge_message", "resources", "sends one 300 MiB output (one message to the grader)",
+         hostile(lambda ctx: "from IPython.display import display\n"
+                 "display({'text/plain': 'y' * (300 << 20)}, raw=True)"),
+         "refused by the grader's socket; not graded, with the reason"),
     Case("pipe_holder", "resources", "a child that keeps the kernel's output open and never exits",
          hostile(lambda ctx: f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', "
                  f"'import time; time.sleep(1000)', '{MARKER}'], start_new_session=True)\nprint('child started')"),
@@ -438,6 +442,8 @@ def test_limits_hold(bank):
     assert spin["status"] == "graded" and spin["test_peak_flops_from_units"] == 0 and spin["score"] == FULL - 4
     page = bank["out"] / "feedback" / "big_output" / LAB / f"{LAB}.html"
     assert page.stat().st_size < 12 << 20 and "output truncated by the grader" in page.read_text()
+    huge = _row(bank, "huge_message")
+    assert huge["status"] == "not graded" and "over 256 MiB" in huge["reason"], huge
     assert bank["results"]["pipe_holder"].seconds < 90
     assert not bank["hits"], "a kernel reached a listener on the machine's loopback"
     assert "CONNECTED" not in _graded_text(bank, "network")

@@ -71,6 +71,19 @@ def test_correct_submissions_get_full_marks(graded):
     assert rows["alice"]["score"] == rows["bob"]["score"] == 32
 
 
+def test_the_status_file_says_where_each_students_seconds_went(graded):
+    out, results, lines = graded
+    status = json.loads((out / pipeline.STATUS_FILE).read_text())[LAB]
+    carol = status["carol"]["timings"]
+    for name in ("alice", "carol"):
+        t = status[name]["timings"]
+        assert 0 < t["kernel_start"] < t["autograde"] and 0 < t["cells"] < t["autograde"], t
+        assert t["setup"] + t["autograde"] + t["feedback"] <= status[name]["seconds"], t
+    # carol's loop ran in the test cell that calls it until the cell's 15 s limit: the slowest cell, by its grade id
+    assert next(iter(carol["slowest_cells"])) == "test_peak_flops_from_units" and carol["cells"] >= 15
+    assert any("gathered in" in line for line in lines)
+
+
 def test_every_submission_has_a_row_with_its_reason(graded):
     out, results, lines = graded
     rows = pipeline.read_scores(out / "grades.csv")
@@ -162,6 +175,24 @@ def test_cli_grades_a_zip_and_regrades_in_place(graded, tmp_path):
         "grades.csv must keep every student graded so far, not only the regraded one")
     assert rows["bob"]["score"] == 0 and rows["alice"]["score"] == 32 and "invalid notebook" in rows["dave"]["reason"]
     assert not list(out.glob("*.tmp")), "grades.csv is written through a temporary file, then renamed"
+
+
+def test_a_submission_the_grader_cannot_read_gets_a_row_with_the_reason(tmp_path, monkeypatch):
+    """An error while a worker reads a submission (CPython 3.11's ast.parse once raised SystemError
+    in a thread) is that student's row, not a worker lost with the students after it."""
+    for name in ("amy", "ben", "cal"):
+        write(student_copy(), tmp_path / "subs" / name)
+
+    def broken(sub, released, scratch):
+        raise SystemError("AST constructor recursion depth mismatch (before=24, after=14)")
+
+    monkeypatch.setattr(pipeline, "_prepare", broken)
+    results = pipeline.grade(LAB, tmp_path / "subs", tmp_path / "out", root=ROOT, secret=SECRET, jobs=2,
+                             progress=False, echo=lambda *_: None)
+    rows = pipeline.read_scores(tmp_path / "out" / "grades.csv")
+    assert sorted(r.student for r in results) == sorted(rows) == ["amy", "ben", "cal"]
+    assert all(r["status"] == "not graded" and "could not read it (SystemError: AST" in r["reason"]
+               for r in rows.values()), rows
 
 
 def test_secret_file_is_created_once_and_private(tmp_path, monkeypatch):

@@ -81,10 +81,50 @@ def test_bench_grading_counts_the_copies_that_kept_full_marks(tmp_path):
     from gpudl_instructor.benchmarks import grading
 
     (tmp_path / "grades.csv").write_text(
-        "student,status,score,max_score,percent,reason,notes,late,lms_id\n"
-        "s1,graded,32,32,100.0,,,,\n"
-        "s2,graded,26,32,81.2,,,,\n"
-        "s3,not graded,0,32,0.0,timed out,,,\n")
+        "student,status,score,max_score,percent,reason,notes,late,lms_id,test_a,test_b\n"
+        "s1,graded,32,32,100.0,,,,,6,26\n"
+        "s2,graded,26,32,81.2,,,,,0,26\n"
+        "s3,not graded,0,32,0.0,timed out,,,,0,0\n")
     full, total, short = grading._full_marks(tmp_path)
     assert (full, total) == (1, 3)
     assert short == ["s2: 26/32 (graded)", "s3: 0/32 (not graded; timed out)"]
+    # with the graded notebook at hand, the lines name the cells that lost points and why
+    import nbformat
+
+    def test_cell(gid, points, outputs):
+        return nbformat.v4.new_code_cell("check()", outputs=outputs, metadata={"nbgrader": {
+            "grade": True, "solution": False, "grade_id": gid, "points": points}})
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [test_cell("test_a", 6, [nbformat.v4.new_output(
+                    "error", ename="GradingError", evalue="(checked by the grader) \x1b[31myour kernel takes 9 ms\x1b[0m\nmore",
+                    traceback=[])]),
+                test_cell("test_b", 26, [])]
+    (tmp_path / "autograded" / "s2" / "lab07").mkdir(parents=True)
+    nbformat.write(nb, str(tmp_path / "autograded" / "s2" / "lab07" / "lab07.ipynb"))
+    assert grading._full_marks(tmp_path, "lab07")[2][0] == (
+        "s2: 26/32 (graded) lost in test_a 0/6: GradingError: (checked by the grader) your kernel takes 9 ms")
+
+
+def test_bench_grading_rates_a_large_class_from_the_students_timings(tmp_path):
+    from gpudl_instructor.benchmarks import grading
+
+    def student(seconds, spawn, slowest):
+        return {"seconds": seconds, "timings": {"spawn": spawn, "kernel_start": 2.0, "cells": 10.0, "autograde": 15.0,
+                                                "feedback": 1.5, "slowest_cells": slowest}}
+
+    (tmp_path / "grading-status.json").write_text(json.dumps({"lab03": {
+        "s1": student(30.0, 10.0, {"setup": 4.0, "test_a": 3.0}),
+        "s2": student(24.0, 0.0, {"setup": 6.0}),
+        "s3": student(21.0, 1.0, {"test_a": 8.0})}}))
+    row = grading._timings(tmp_path, "lab03", "4")
+    assert row["student s"] == pytest.approx(((30 - 10) + 24 + (21 - 1)) / 3)        # the spawn wait left out
+    assert row["class /min"] == pytest.approx(4 * 60 / row["student s"])
+    assert (row["kernel s"], row["cells s"], row["nbgrader s"], row["feedback s"]) == (2.0, 10.0, 3.0, 1.5)
+    assert row["spawn s"] == 1.0 and row["slowest cell"] == "setup 4.0 s"            # the cell slowest most often
+    assert "class /min" not in grading._timings(tmp_path, "lab03", "?") and "timed alone/shared" not in row
+    status = json.loads((tmp_path / "grading-status.json").read_text())
+    status["lab03"]["s1"]["timings"].update(timed_alone=3, timed_shared=1)
+    status["lab03"]["s2"]["timings"].update(timed_alone=2, timed_shared=0)
+    (tmp_path / "grading-status.json").write_text(json.dumps(status))
+    assert grading._timings(tmp_path, "lab03", "4")["timed alone/shared"] == "5/1"

@@ -51,6 +51,17 @@ print('SECRET' if any('top-secret' in v for v in os.environ.values()) else 'no s
     assert "no secret" in res.stdout and "GPUDL_SECRET" not in res.stdout
 
 
+def test_the_graders_thread_pools_reach_the_kernel(monkeypatch):
+    from gpudl_instructor import pipeline
+
+    for name, value in pipeline.thread_env(8, cores=16).items():
+        monkeypatch.setenv(name, value)
+    res = run("import os, torch; print([os.environ.get(v) for v in "
+              f"{list(pipeline.THREAD_VARIABLES)!r}], torch.get_num_threads())")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["['2',", "'2',", "'2',", "'2']", "2"], res.stdout
+
+
 def test_the_sandbox_holds_the_course_edition_and_nothing_of_the_instructors_part(monkeypatch):
     """The references, the checks and the grader stay outside: not importable, not readable, even
     when the folder around both packages is on PYTHONPATH (as on a GPU runner)."""

@@ -22,9 +22,11 @@ Public names: ``Job``, ``autograde_one``, ``GradedExecute``, ``QuietTests``, ``O
 """
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import os
+import pkgutil
 import shutil
 import sys
 import tempfile
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
+from nbclient.util import run_sync
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
@@ -45,6 +48,7 @@ from .sandbox import Limits, Sandbox
 
 COURSE_ID = "gpudl"
 LEASE_WAITED = "lease-waited"     # seconds this student waited for the device's lease, for the grader's clock
+SLOWEST_CELLS = 3                 # the cells named in a student's timings (grading-status.json)
 SHARED_WAIT_S = 60.0              # the longest a cell waits for a timed check of another student to end
 _SECRET_NAMES = ("GPUDL_SECRET", "GPUDL_GRADING_SEED")
 # Set by the project's tests: a lab's passing test cells must not write to stderr at all (students'
@@ -58,7 +62,9 @@ class OutputLimits:
 
     cell_bytes: int = 1 << 20
     notebook_bytes: int = 8 << 20
-    message_bytes: int = 32 << 20        # one message from the kernel; larger ones cut it off
+    # One message from the kernel; a larger one is refused (the student is not graded, with the reason).
+    # Well above what printing makes: the kernel sends a cell's stream output in batches, 50 MB at once.
+    message_bytes: int = 256 << 20
 
 
 @dataclass
@@ -112,6 +118,15 @@ class SandboxKernelManager(AsyncKernelManager):
             spec.interrupt_mode = "message"
         return spec
 
+    def client(self, **kwargs: Any):
+        """The client, whose sockets refuse a message from the kernel over ``OutputLimits.message_bytes``
+        (zmq drops it and the connection, which comes back: the cell's output ends there, the next cell runs).
+        The option is the context's default, so it holds for the sockets ``start_channels`` makes."""
+        import zmq
+        kc = super().client(**kwargs)
+        kc.context.setsockopt(zmq.MAXMSGSIZE, _JOB["outputs"].message_bytes)
+        return kc
+
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file, *(extra_arguments or [])]
         return self.gpudl_sandbox.command(cmd) if self.gpudl_sandbox is not None else cmd
@@ -145,15 +160,14 @@ class GradedExecute(Execute):
         return km
 
     async def async_start_new_kernel_client(self):
+        start = time.monotonic()
         kc = await super().async_start_new_kernel_client()
-        import zmq
-        limit = _JOB["outputs"].message_bytes
-        for channel in (kc.iopub_channel, kc.shell_channel):
-            try:
-                channel.socket.setsockopt(zmq.MAXMSGSIZE, limit)
-            except Exception:  # noqa: BLE001 - a client without the option keeps zmq's default
-                pass
+        _JOB.setdefault("marks", {})["kernel_start"] = time.monotonic() - start
         return kc
+
+    # nbconvert starts the kernel through the synchronous name, which nbclient binds to its own
+    # coroutine when the class is made: bound again here, or the override above would never run.
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
     def preprocess(self, nb, resources=None, km=None):
         self._gpudl_cell_bytes: dict[int, int] = {}
@@ -175,13 +189,20 @@ class GradedExecute(Execute):
         if checker is not None:
             checker.cell = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell-{index}"
         lease = _JOB.get("lease")
-        if lease is None or cell.cell_type != "code":
+        if cell.cell_type != "code":
             return super().preprocess_cell(cell, resources, index)
-        # A cell runs under the device's shared lease: a timed check of another student waits for it
-        # to end, and it waits (before it starts) for such a check to end (gpudl_instructor.gpulease).
-        with lease.shared(SHARED_WAIT_S):
-            _note_waited(lease)
-            return super().preprocess_cell(cell, resources, index)
+        start = time.monotonic()
+        try:
+            if lease is None:
+                return super().preprocess_cell(cell, resources, index)
+            # A cell runs under the device's shared lease: a timed check of another student waits for it
+            # to end, and it waits (before it starts) for such a check to end (gpudl_instructor.gpulease).
+            with lease.shared(SHARED_WAIT_S):
+                _note_waited(lease)
+                return super().preprocess_cell(cell, resources, index)
+        finally:
+            name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell-{index}"
+            _JOB.setdefault("cell_seconds", {})[name] = time.monotonic() - start
 
     def output(self, outs, msg, display_id, cell_index):
         out = super().output(outs, msg, display_id, cell_index)
@@ -334,7 +355,11 @@ def autograde_one(job: Job) -> dict[str, Any]:
     report: dict[str, Any] = {"status": "graded", "reason": "", "verdicts": {}, "checker_errors": []}
     logging.getLogger("traitlets").setLevel(logging.ERROR)
     log = io.StringIO()
+    # Where the seconds went, each a duration: spawn (the process, set by child_main), setup (the
+    # scratch course, the sandbox), autograde (nbgrader: kernel_start and cells within it), feedback;
+    # lease_wait and the timed checks' counts.
     marks = {"setup": time.monotonic() - start}
+    phase = time.monotonic()
     try:
         with checker:
             config = _config(job, course)
@@ -344,7 +369,7 @@ def autograde_one(job: Job) -> dict[str, Any]:
             converter.log.propagate = False
             converter.start()
     except Exception as exc:  # noqa: BLE001 - reported per student (NbGraderException among them)
-        report.update(status="error", reason=_nbgrader_reason(exc, log.getvalue()))
+        report.update(status="error", reason=_nbgrader_reason(exc, log.getvalue(), OutputLimits(**job.outputs)))
     finally:
         if sandbox is not None:
             sandbox.kill()
@@ -354,26 +379,33 @@ def autograde_one(job: Job) -> dict[str, Any]:
             marks["timed_alone"] = sum(granted for _, granted in checker.leases)     # timed checks with the device alone
             marks["timed_shared"] = sum(not granted for _, granted in checker.leases)
             lease.close()
-    marks["autograde"] = time.monotonic() - start
+    marks["autograde"] = time.monotonic() - phase
+    phase = time.monotonic()
     if job.feedback and report["status"] == "graded":
         from . import feedback
         try:
             feedback.generate(course, job.lab, job.student, course_root=job.course_root)
         except Exception as exc:  # noqa: BLE001 - grades stand without a feedback page
             report["feedback_error"] = f"{type(exc).__name__}: {exc}"
-    marks["feedback"] = time.monotonic() - start
+    marks["feedback"] = time.monotonic() - phase
     marks.update(_JOB.get("marks", {}))
+    cells = _JOB.get("cell_seconds", {})
+    marks["cells"] = sum(cells.values())
     report["marks"] = {k: round(v, 2) for k, v in marks.items()}
+    report["slowest_cells"] = {k: round(v, 2) for k, v in sorted(cells.items(), key=lambda kv: -kv[1])[:SLOWEST_CELLS]}
     report["verdicts"] = _JOB.get("verdicts", {})
     report["checker_errors"] = list(checker.errors)
     report["seconds"] = time.monotonic() - start
     return report
 
 
-def _nbgrader_reason(exc: BaseException, log: str = "") -> str:
+def _nbgrader_reason(exc: BaseException, log: str = "", limits: OutputLimits = OutputLimits()) -> str:
     text = "".join(traceback.format_exception_only(type(exc), exc)) + traceback.format_exc() + log
     if "DeadKernelError" in text or "Kernel died" in text or "kernel died" in text:
         return "the kernel died while running the notebook (out of memory, a crash, or os._exit?)"
+    if "Timeout waiting for IOPub output" in text:
+        return ("the kernel's output stopped arriving in a cell: one output over "
+                f"{limits.message_bytes >> 20} MiB (the grader refuses it) or a flood of output")
     if "RuntimeError: Kernel didn't respond" in text or "Kernel didn't respond" in text:
         return "the kernel did not start or stopped answering"
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
@@ -381,13 +413,47 @@ def _nbgrader_reason(exc: BaseException, log: str = "") -> str:
     return f"nbgrader could not grade it: {detail}"
 
 
-def child_main(job_dict: dict[str, Any], result_path: str, env: dict[str, str] | None = None) -> None:
-    """Entry point of the per-student process: grade, write the report as JSON."""
+def import_labs(package) -> list[str]:
+    """Import ``package``'s ``lab*`` modules with CUDA's start refused (a CUDA started before the
+    fork is lost to every student's process): a module that would start it at import (a spec read
+    from the device) stays unimported here, and each student's process imports it instead.
+    Returns the modules imported."""
+    import torch
+
+    lazy_init = torch.cuda._lazy_init
+
+    def refuse() -> None:
+        raise RuntimeError("CUDA is not started in the server students' processes fork from")
+
+    done = []
+    torch.cuda._lazy_init = refuse
+    try:
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name.startswith("lab"):
+                try:
+                    importlib.import_module(f"{package.__name__}.{info.name}")
+                    done.append(info.name)
+                except Exception:  # noqa: BLE001 - a lab that cannot import here is imported when graded
+                    pass
+    finally:
+        torch.cuda._lazy_init = lazy_init
+    return done
+
+
+def child_main(job_dict: dict[str, Any], result_path: str, env: dict[str, str] | None = None,
+               started: float | None = None) -> None:
+    """Entry point of the per-student process: grade, write the report as JSON. ``started``: when the
+    grader asked for this process (``time.time()``), for the ``spawn`` mark."""
     import warnings
+    spawn = time.time() - started if started is not None else 0.0
     warnings.simplefilter("ignore")            # nbgrader's SQLAlchemy and traitlets chatter
     os.environ.update(env or {})
+    if (env or {}).get("OMP_NUM_THREADS"):       # the checker's share of the cores (pipeline.thread_env)
+        import torch
+        torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
     try:
         report = autograde_one(Job(**job_dict))
+        report["marks"]["spawn"] = round(spawn, 2)
     except BaseException as exc:  # noqa: BLE001 - the parent reads the reason
         report = {"status": "error", "reason": f"grading failed: {type(exc).__name__}: {exc}"}
     tmp = Path(result_path).with_suffix(".tmp")
@@ -395,5 +461,5 @@ def child_main(job_dict: dict[str, Any], result_path: str, env: dict[str, str] |
     tmp.replace(result_path)
 
 
-__all__ = ["Job", "autograde_one", "child_main", "GradedExecute", "QuietTests", "OutputLimits",
+__all__ = ["Job", "autograde_one", "child_main", "import_labs", "GradedExecute", "QuietTests", "OutputLimits",
            "SandboxKernelManager"]

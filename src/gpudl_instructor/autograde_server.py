@@ -3,14 +3,14 @@ everything a student's process needs is imported and warmed here, so each studen
 it ready instead of paying for it again.
 
 Importing this module imports nbgrader, nbconvert, torch, matplotlib and the lab grading
-modules, configures nbgrader's database mappings, and converts a two-cell notebook to HTML
+modules (``autograde.import_labs``: on a GPU machine too, with CUDA's start refused), configures
+nbgrader's database mappings, and converts a two-cell notebook to HTML
 with the feedback exporter (which compiles the templates, the Markdown renderer's and the
 sanitizer's regular expressions). Nothing else imports it.
 """
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import warnings
 from pathlib import Path
 
@@ -34,15 +34,7 @@ def warm() -> None:
 
     sqlalchemy.orm.configure_mappers()
     from gpudl import grading
-    # On a GPU machine the lab modules stay unimported here: importing one may start CUDA (a spec
-    # read from the device), and a CUDA started before the fork is lost to every student's process.
-    labs = [] if torch.cuda.is_available() else list(pkgutil.iter_modules(grading.__path__))
-    for info in labs:
-        if info.name.startswith("lab"):
-            try:
-                importlib.import_module(f"gpudl.grading.{info.name}")
-            except Exception:  # noqa: BLE001 - a lab that cannot import here fails when graded, with its reason
-                pass
+    autograde.import_labs(grading)
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# warm *up* $x^2$ <b>x</b>"),
                 nbformat.v4.new_code_cell("print('x')", outputs=[nbformat.v4.new_output("stream", text="x\n")])]

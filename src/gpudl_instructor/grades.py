@@ -33,7 +33,8 @@ def update_status(out: Path, lab: str, results: Sequence[Any]) -> None:
     for r in results:
         mine[r.student] = {"status": "graded" if r.graded else "not graded", "reason": r.reason,
                            "notes": r.notes, "max_score": r.max_score, "name": r.name,
-                           "seconds": round(r.seconds, 2), "lms": r.lms}
+                           "seconds": round(r.seconds, 2), "lms": r.lms,
+                           "timings": {**r.marks, "slowest_cells": r.slowest_cells}}
     _atomic_write(path, json.dumps(status, indent=1))
 
 

@@ -29,6 +29,9 @@ def configure_nbgrader(c: Any, *, cell_timeout: int | None = None) -> None:
     c.Execute.timeout = int(cell_timeout or os.environ.get("GPUDL_CELL_TIMEOUT", DEFAULT_CELL_TIMEOUT))
     c.Execute.interrupt_on_timeout = True
     c.Execute.startup_timeout = 120
+    # The wait for a cell's last output after its reply (nbclient: 4 s, and nbgrader fails the whole
+    # notebook past it): a cell that prints megabytes on a machine grading many students needs longer.
+    c.Execute.iopub_timeout = 30
     c.IgnorePattern.enabled = True
     c.IgnorePattern.pattern = IGNORE_STDERR
     c.LimitOutput.max_lines = 1000

@@ -202,6 +202,7 @@ class StudentResult:
     feedback: Path | None = None     # the sanitized feedback page, in the scratch course
     name: str = ""
     marks: dict[str, float] = field(default_factory=dict)   # where the seconds went (the child's clock)
+    slowest_cells: dict[str, float] = field(default_factory=dict)
     lms: dict[str, Any] = field(default_factory=dict)       # {"lms", "id", "late"} when the LMS named the file
     submitted_at: datetime | None = None   # when the submitted file was last written (UTC): the formgrader's timestamp
 
@@ -301,7 +302,7 @@ def _grade_in_child(job: Any, env: dict[str, str], timeout: float) -> dict[str, 
 
     result = Path(job.workdir) / "result.json"
     result.unlink(missing_ok=True)
-    proc = _context().Process(target=autograde.child_main, args=(job.__dict__, str(result), env))
+    proc = _context().Process(target=autograde.child_main, args=(job.__dict__, str(result), env, time.time()))
     proc.start()
     start = time.monotonic()
     waited = Path(job.workdir) / autograde.LEASE_WAITED
@@ -377,6 +378,7 @@ def autograde_student(lab: str, student: str, notebook: Path, base_gradebook: Pa
     course = work / "course"
     result = StudentResult(student, graded=False, seconds=time.monotonic() - start)
     result.marks = report.get("marks", {})
+    result.slowest_cells = report.get("slowest_cells", {})
     db = course / "gradebook.db"
     if report.get("status") != "graded":
         result.reason = report.get("reason") or "grading failed"
@@ -490,6 +492,20 @@ def plan_jobs(*, gpus: int, cores: int, host_gib: float, gpu_gib: float, jobs: i
     return min(jobs or gpus * per_gpu, gpus * per_gpu), per_gpu
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def thread_env(jobs: int, cores: int | None = None) -> dict[str, str]:
+    """The thread pools of each of ``jobs`` students graded at once: a share of the cores each
+    (``cores // jobs``, at least 1), so that BLAS, torch and numba in their kernels and checkers do
+    not each start a thread per core and fight over them; empty for one student at a time, or where
+    ``OMP_NUM_THREADS`` is set already (the instructor's choice)."""
+    if jobs <= 1 or os.environ.get("OMP_NUM_THREADS"):
+        return {}
+    share = str(max(1, (cores or os.cpu_count() or 1) // jobs))
+    return {name: share for name in THREAD_VARIABLES}
+
+
 def _host_gib() -> float:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
@@ -595,6 +611,7 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
     jobs, per_gpu = plan_lab(lab, gpus, jobs=jobs, per_gpu=per_gpu, kernel_gib=kernel_gib)
     shared = jobs > 1 and (not gpus or per_gpu > 1)          # students share a device: leases, bounded GPU memory
     fraction = GPU_USABLE / per_gpu if gpus and per_gpu > 1 else None
+    extra_env = {**thread_env(jobs), **(extra_env or {})}
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="gpudl-grade-"))
     warm = threading.Thread(target=_start_server, daemon=True)   # imports while the assignment is made
@@ -624,7 +641,7 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
         for sub in subs:
             todo.put(sub)
         results: list[StudentResult] = []
-        lock = threading.Lock()
+        lock, prepare_lock = threading.Lock(), threading.Lock()
         bar = None
         if progress and sys.stderr.isatty():
             from tqdm.auto import tqdm
@@ -641,7 +658,11 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
                     sub = todo.get_nowait()
                 except queue.Empty:
                     return
-                path, problem, notes = _prepare(sub, released_nb, scratch)
+                try:
+                    with prepare_lock:          # CPython 3.11's ast.parse is not safe in threads at once
+                        path, problem, notes = _prepare(sub, released_nb, scratch)
+                except Exception as exc:  # noqa: BLE001 - a row with the reason, never a student lost
+                    path, problem, notes = None, f"the grader could not read it ({type(exc).__name__}: {exc})", []
                 if path is None:
                     r = StudentResult(sub.student, False, max_score=max_score, reason=problem, name=sub.name)
                     r.lms = {"lms": sub.lms, "id": sub.lms_id, "late": sub.late} if sub.lms else {}
@@ -675,6 +696,7 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
             t.join()
         if bar:
             bar.close()
+        graded_at = time.monotonic()
 
         with Gradebook(f"sqlite:///{out / 'gradebook.db'}", course_id=COURSE_ID) as gb:
             for r in results:      # names for the formgrader: "Jane Doe" from Moodle, "ada-lovelace" from a folder
@@ -705,5 +727,6 @@ def grade(lab: str, submissions: str | Path, out: str | Path, *, root: str | Pat
         else:
             shutil.rmtree(scratch, ignore_errors=True)
     minutes = (time.monotonic() - started) / 60
-    echo(f"{len(results)} student(s) in {minutes * 60:.0f} s: {len(results) / minutes:.1f} students per minute")
+    echo(f"{len(results)} student(s) in {minutes * 60:.0f} s: {len(results) / minutes:.1f} students per minute"
+         f" (the class's gradebook, notebooks and feedback gathered in {time.monotonic() - graded_at:.1f} s)")
     return results

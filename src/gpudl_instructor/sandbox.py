@@ -237,7 +237,8 @@ class Sandbox:
                                          if p and os.path.isdir(p) and p in _python_paths())
         for name in ("CUDA_VISIBLE_DEVICES", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
                      "NVSHMEM_DISABLE_NVLS", "GPUDL_DEVICE", "GPUDL_SANITIZE", "TRITON_INTERPRET",
-                     "NUMBA_ENABLE_CUDASIM", "OMP_NUM_THREADS"):
+                     "NUMBA_ENABLE_CUDASIM", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                     "NUMBA_NUM_THREADS"):
             if name in os.environ:
                 env[name] = os.environ[name]
         if self.checker_socket is not None:

@@ -11,25 +11,25 @@ from figures import Figure
 _PRINTED = lstm.lecture_printed()
 
 
-def _lstm_rows():
-    """The H100's GPU rows `gpudl bench lstm --record` kept (course/data)."""
+def _lstm_rows(gpu="H100-SXM"):
+    """The GPU rows `gpudl bench lstm --record` kept for ``gpu`` (course/data)."""
     from gpudl import benchmarks
 
-    return benchmarks.recorded_table("lstm", "H100-SXM", keep=lambda r: r["device"].startswith("cuda")).rows
+    return benchmarks.recorded_table("lstm", gpu, keep=lambda r: r["device"].startswith("cuda")).rows
 
 
-def _lstm_size(batch):
-    """(T, N, D, H) of the recorded GPU case with batch N."""
-    for r in _lstm_rows():
+def _lstm_size(batch, gpu="H100-SXM"):
+    """(T, N, D, H) of the GPU case with batch N recorded for ``gpu``."""
+    for r in _lstm_rows(gpu):
         size = dict(kv.split("=") for kv in r["device"].split()[1:])
         if int(size["N"]) == batch:
             return int(size["T"]), batch, int(size["D"]), int(size["H"])
-    raise KeyError(f"no recorded GPU case with batch {batch}")
+    raise KeyError(f"no recorded GPU case with batch {batch} for {gpu}")
 
 
-def _lstm(what, batch, key="median ms"):
-    size = "cuda T={} N={} D={} H={}".format(*_lstm_size(batch))
-    return next(r[key] for r in _lstm_rows() if r["implementation"] == what and r["device"] == size)
+def _lstm(what, batch, key="median ms", gpu="H100-SXM"):
+    size = "cuda T={} N={} D={} H={}".format(*_lstm_size(batch, gpu))
+    return next(r[key] for r in _lstm_rows(gpu) if r["implementation"] == what and r["device"] == size)
 
 
 def _under(x, limit):
@@ -82,7 +82,7 @@ FIGURES = [
     Figure("a `(16, 128) x (128, 512)` product", 128, lambda ns: ns["U32"].shape[1]),
     Figure("a `(16, 128) x (128, 512)` product", 512, lambda ns: ns["U32"].shape[0]),
     Figure("an H100's 132 SMs", 132, lambda ns: hardware.SPECS["H100-SXM"].sms),
-    # measured on an H100: `gpudl bench lstm --record` (course/data/bench_lstm.json)
+    # measured on an H100 and an H200: `gpudl bench lstm --record` (course/data/bench_lstm.json)
     Figure("took\n4.87 ms for forward and backward", 4.87, lambda ns: _lstm("cuDNN nn.LSTM", 32), atol=0.005, rtol=0),
     Figure("the per-step loop of `nn.LSTMCell` 34.0 ms", 34.0,
            lambda ns: _lstm("per-step loop of nn.LSTMCell", 32), atol=0.05, rtol=0),
@@ -97,4 +97,17 @@ FIGURES = [
     Figure("the loop took 1.65x cuDNN's 20.0 ms", 1.65,
            lambda ns: _lstm("per-step loop of nn.LSTMCell", 256, "time / nn.LSTM"), atol=0.005, rtol=0),
     Figure("the loop took 1.65x cuDNN's 20.0 ms", 20.0, lambda ns: _lstm("cuDNN nn.LSTM", 256), atol=0.05, rtol=0),
+    # the H200's entry of the same record
+    Figure("cuDNN's `nn.LSTM` in 3.42 ms", 3.42, lambda ns: _lstm("cuDNN nn.LSTM", 32, gpu="H200"), atol=0.005, rtol=0),
+    Figure("the loop in 23.8 ms", 23.8, lambda ns: _lstm("per-step loop of nn.LSTMCell", 32, gpu="H200"), atol=0.05,
+           rtol=0),
+    Figure("the loop took 6.96x as long", 6.96,
+           lambda ns: _lstm("per-step loop of nn.LSTMCell", 32, "time / nn.LSTM", gpu="H200"), atol=0.005, rtol=0),
+    Figure("the loop took 6.96x as long", 6.96,
+           lambda ns: _lstm("per-step loop of nn.LSTMCell", 32, gpu="H200") / _lstm("cuDNN nn.LSTM", 32, gpu="H200"),
+           atol=0.005, rtol=0),
+    Figure("With a batch of 256, cuDNN took 20.0 ms there too", 20.0,
+           lambda ns: _lstm("cuDNN nn.LSTM", 256, gpu="H200"), atol=0.05, rtol=0),
+    Figure("and the loop 1.53x", 1.53,
+           lambda ns: _lstm("per-step loop of nn.LSTMCell", 256, "time / nn.LSTM", gpu="H200"), atol=0.005, rtol=0),
 ]

@@ -13,24 +13,35 @@ _DERIVED = {row["name"]: row for row in F.precision_table()}
 _NOT_FLOAT = "beyond float64's range: formats.precision_table() derives it as a string, tests/test_formats.py checks it"
 
 
-def _recorded(part: str) -> list[dict]:
-    """The H100's rows of ``part`` that `gpudl bench precision --record` kept (course/data)."""
+def _recorded(part: str, gpu: str = "H100-SXM") -> list[dict]:
+    """The rows of ``part`` that `gpudl bench precision --record` kept for ``gpu`` (course/data)."""
     from gpudl import benchmarks
 
-    return benchmarks.recorded_table("precision", "H100-SXM", keep=lambda r: r["part"] == part).rows
+    return benchmarks.recorded_table("precision", gpu, keep=lambda r: r["part"] == part).rows
 
 
-def _rung(case: str, key: str = "tflops") -> float:
-    return next(r[key] for r in _recorded("ladder") if r["case"] == case and r["n"] == 8192)
+def _rung(case: str, key: str = "tflops", gpu: str = "H100-SXM") -> float:
+    return next(r[key] for r in _recorded("ladder", gpu) if r["case"] == case and r["n"] == 8192)
 
 
-def _sparse(n: int, key: str) -> float:
-    return next(r[key] for r in _recorded("2:4 vs dense") if r["n"] == n)
+def _sparse(n: int, key: str, gpu: str = "H100-SXM") -> float:
+    return next(r[key] for r in _recorded("2:4 vs dense", gpu) if r["n"] == n)
 
 
-def _tf32_ulp(rounding: str) -> float:
-    return next(r["median_ulp"] for r in _recorded("TF32 in ULPs")
+def _tf32_ulp(rounding: str, gpu: str = "H100-SXM") -> float:
+    return next(r["median_ulp"] for r in _recorded("TF32 in ULPs", gpu)
                 if r["n"] == 1024 and r["case"] == f"uniform: cuBLAS TF32 vs emulation ({rounding})")
+
+
+def _crossover(gpu: str) -> tuple[int, int]:
+    """The largest size at which 2:4 lost to dense on ``gpu`` and the smallest at which it won."""
+    rows = _recorded("2:4 vs dense", gpu)
+    return max(r["n"] for r in rows if r["speedup"] < 1), min(r["n"] for r in rows if r["speedup"] > 1)
+
+
+def _same_tf32_rows(gpu: str, other: str = "H100-SXM") -> float:
+    """1 when every TF32-in-ULPs row of ``gpu`` equals ``other``'s, else NaN (the figure then fails)."""
+    return 1 if _recorded("TF32 in ULPs", gpu) == _recorded("TF32 in ULPs", other) else float("nan")
 
 
 def _derived(name: str, column: str) -> float:
@@ -144,7 +155,7 @@ FIGURES = [
     Figure("none of these ImageNet rows moves more than 0.15", 0.15, lambda ns: ns["largest_gap"], rtol=1e-3),
     Figure("none of these ImageNet rows moves more than 0.15", 0.15,
            lambda ns: max(abs(t - f) for f, t in ns["lecture_top1"].values()), rtol=1e-3),
-    # measured on an H100: `gpudl bench precision --record` (course/data/bench_precision.json)
+    # measured on an H100 and an H200: `gpudl bench precision --record` (course/data/bench_precision.json)
     Figure("FP32 ran at 52.0 TFLOP/s", 52.0, lambda ns: _rung("fp32"), atol=0.05, rtol=0),
     Figure("(78% of its 66.9)", 78, lambda ns: 100 * _rung("fp32", "fraction"), atol=0.5, rtol=0),
     Figure("(78% of its 66.9)", 66.9, lambda ns: _rung("fp32", "peak_tflops"), atol=0.05, rtol=0),
@@ -179,4 +190,51 @@ FIGURES = [
     Figure("median 67 ULP of the FP32 result at n = 1024", 67, lambda ns: _tf32_ulp("rne"), atol=0.5, rtol=0),
     Figure("against 84 for ties away from zero", 84, lambda ns: _tf32_ulp("rna"), atol=0.5, rtol=0),
     Figure("and 9,862 for\ntruncation", 9862, lambda ns: _tf32_ulp("rtz"), atol=0.5, rtol=0),
+    # the H200's entry of the same record
+    Figure("which an\n8192^3 matmul hardly tests", 8192, lambda ns: max(r["n"] for r in _recorded("ladder", "H200"))),
+    Figure("FP32 at 51.3 TFLOP/s (77%)", 51.3, lambda ns: _rung("fp32", gpu="H200"), atol=0.05, rtol=0),
+    Figure("FP32 at 51.3 TFLOP/s (77%)", 77, lambda ns: 100 * _rung("fp32", "fraction", "H200"), atol=0.5, rtol=0),
+    Figure("TF32 at 353 (71%)", 353, lambda ns: _rung("tf32", gpu="H200"), atol=0.5, rtol=0),
+    Figure("TF32 at 353 (71%)", 71, lambda ns: 100 * _rung("tf32", "fraction", "H200"), atol=0.5, rtol=0),
+    Figure("FP16 at 651 (66%)", 651, lambda ns: _rung("fp16", gpu="H200"), atol=0.5, rtol=0),
+    Figure("FP16 at 651 (66%)", 66, lambda ns: 100 * _rung("fp16", "fraction", "H200"), atol=0.5, rtol=0),
+    Figure("BF16 at 699 (71%)", 699, lambda ns: _rung("bf16", gpu="H200"), atol=0.5, rtol=0),
+    Figure("BF16 at 699 (71%)", 71, lambda ns: 100 * _rung("bf16", "fraction", "H200"), atol=0.5, rtol=0),
+    Figure("FP8 at 1,266 (64%)", 1266, lambda ns: _rung("fp8 e4m3 (_scaled_mm)", gpu="H200"), atol=0.5, rtol=0),
+    Figure("FP8 at 1,266 (64%)", 64, lambda ns: 100 * _rung("fp8 e4m3 (_scaled_mm)", "fraction", "H200"), atol=0.5,
+           rtol=0),
+    Figure("steps of 6.88x, 1.84x and\n1.95x", 6.88, lambda ns: _rung("tf32", gpu="H200") / _rung("fp32", gpu="H200"),
+           atol=0.005, rtol=0),
+    Figure("steps of 6.88x, 1.84x and\n1.95x", 1.84, lambda ns: _rung("fp16", gpu="H200") / _rung("tf32", gpu="H200"),
+           atol=0.005, rtol=0),
+    Figure("steps of 6.88x, 1.84x and\n1.95x", 1.95,
+           lambda ns: _rung("fp8 e4m3 (_scaled_mm)", gpu="H200") / _rung("fp16", gpu="H200"), atol=0.005, rtol=0),
+    Figure("FP16 2:4 ran at 1,029 dense-equivalent TFLOP/s", 1029, lambda ns: _rung("fp16 2:4 sparse", gpu="H200"),
+           atol=0.5, rtol=0),
+    Figure("52% of the sparse peak and 1.58x its dense FP16\nrung", 52,
+           lambda ns: 100 * _rung("fp16 2:4 sparse", "fraction", "H200"), atol=0.5, rtol=0),
+    Figure("52% of the sparse peak and 1.58x its dense FP16\nrung", 1.58,
+           lambda ns: _rung("fp16 2:4 sparse", gpu="H200") / _rung("fp16", gpu="H200"), atol=0.005, rtol=0),
+    Figure("the crossover again between 4096 and 8192", 4096, lambda ns: _crossover("H200")[0]),
+    Figure("the crossover again between 4096 and 8192", 8192, lambda ns: _crossover("H200")[1]),
+    Figure("the crossover again between 4096 and 8192", 4096, lambda ns: _crossover("H100-SXM")[0]),
+    Figure("the crossover again between 4096 and 8192", 8192, lambda ns: _crossover("H100-SXM")[1]),
+    Figure("(0.07x and 0.43x of dense)", 0.07, lambda ns: _sparse(2048, "speedup", "H200"), atol=0.005, rtol=0),
+    Figure("(0.07x and 0.43x of dense)", 0.43, lambda ns: _sparse(4096, "speedup", "H200"), atol=0.005, rtol=0),
+    Figure("won at 8192 (1.42x) and 16384 (1.34x)", 1.42, lambda ns: _sparse(8192, "speedup", "H200"), atol=0.005,
+           rtol=0),
+    Figure("won at 8192 (1.42x) and 16384 (1.34x)", 1.34, lambda ns: _sparse(16384, "speedup", "H200"), atol=0.005,
+           rtol=0),
+    Figure("took 0.41 and 0.44 ms", 0.41, lambda ns: _sparse(2048, "sparse_ms", "H200"), atol=0.005, rtol=0),
+    Figure("took 0.41 and 0.44 ms", 0.44, lambda ns: _sparse(4096, "sparse_ms", "H200"), atol=0.005, rtol=0),
+    Figure("less than the H100's 0.58 ms", 0.58, lambda ns: _sparse(2048, "sparse_ms"), atol=0.01, rtol=0),
+    Figure("less than the H100's 0.58 ms", 0.58, lambda ns: _sparse(4096, "sparse_ms"), atol=0.01, rtol=0),
+    Figure("1.34x against the H100's 1.10x", 1.34, lambda ns: _sparse(16384, "speedup", "H200"), atol=0.005, rtol=0),
+    Figure("1.34x against the H100's 1.10x", 1.10, lambda ns: _sparse(16384, "speedup"), atol=0.005, rtol=0),
+    Figure("gave the same medians (67, 84 and\n9,862 ULP)", 67, lambda ns: _tf32_ulp("rne", "H200"), atol=0.5, rtol=0),
+    Figure("gave the same medians (67, 84 and\n9,862 ULP)", 84, lambda ns: _tf32_ulp("rna", "H200"), atol=0.5, rtol=0),
+    Figure("gave the same medians (67, 84 and\n9,862 ULP)", 9862, lambda ns: _tf32_ulp("rtz", "H200"), atol=0.5,
+           rtol=0),
+    Figure("9,862 ULP), as do all of its TF32 rows", 9862,          # NaN unless every TF32 row equals the H100's
+           lambda ns: _tf32_ulp("rtz", "H200") * _same_tf32_rows("H200"), atol=0.5, rtol=0),
 ]

@@ -11,36 +11,51 @@ def _share(what: str) -> float:
     return next(r["time_pct"] for r in profiling.lecture_rows() if r["what"] == what)
 
 
-def _int8(n: int, what: str, key: str) -> float:
-    """A row of the INT8 GEMMs `gpudl bench inference --record` kept for the H100 (course/data)."""
+def _int8(n: int, what: str, key: str, gpu: str = "H100-SXM") -> float:
+    """A row of the INT8 GEMMs `gpudl bench inference --record` kept for ``gpu`` (course/data)."""
     from gpudl.benchmarks import inference
 
-    rows = inference.recorded_int8()["H100-SXM"]["rows"]
+    rows = inference.recorded_int8()[gpu]["rows"]
     names = {"fp16": "torch.matmul FP16 (cuBLAS)", "row": "torch._int_mm, B row-major",
              "col": "torch._int_mm, B column-major", "triton": "Triton INT8 (int8_matmul_triton)",
              "layer": inference.LAYER_ROW}
     return next(r[key] for r in rows if r["n"] == n and r["what"] == names[what])
 
 
-def _fusion(what: str, key: str) -> float:
-    """A fusion row `gpudl bench inference --record` kept for the H100 (course/data)."""
+def _fastest(n: int, gpu: str = "H100-SXM") -> float:
+    """The largest speed-up over FP16 among ``gpu``'s INT8 rows at n^3."""
+    return max(_int8(n, w, "speed-up", gpu) for w in ("fp16", "row", "col", "triton", "layer"))
+
+
+def _fusion(what: str, key: str, gpu: str = "H100-SXM") -> float:
+    """A fusion row `gpudl bench inference --record` kept for ``gpu`` (course/data)."""
     from gpudl import benchmarks
 
-    rows = benchmarks.recorded_table("inference", "H100-SXM", keep=lambda r: r["part"] == "fusion").rows
+    rows = benchmarks.recorded_table("inference", gpu, keep=lambda r: r["part"] == "fusion").rows
     return next(r[key] for r in rows if r["what"] == what)
 
 
-def _fusion_bandwidth(what: str) -> float:
-    """The model's bytes of that version of the 8192 x 8192 FP16 chain over its recorded time, in B/s."""
+def _fusion_bandwidth(what: str, gpu: str = "H100-SXM") -> float:
+    """The model's bytes of that version of the 8192 x 8192 FP16 chain over its recorded time on ``gpu``, in B/s."""
     from gpudl import fusion
 
     ops = fusion.chain_ops(8192, 8192, "fp16") if what.startswith("eager") else [fusion.fused_op(8192, 8192, "fp16")]
-    return sum(op.bytes for op in ops) / (_fusion(what, "median ms") * 1e-3)
+    return sum(op.bytes for op in ops) / (_fusion(what, "median ms", gpu) * 1e-3)
 
 
-def _of_peak(n: int, what: str) -> float:
+def _of_bandwidth(what: str, gpu: str = "H100-SXM") -> float:
+    """That version's bandwidth on ``gpu`` in % of the GPU's peak bandwidth."""
+    return 100 * _fusion_bandwidth(what, gpu) / hardware.peak_bandwidth(gpu)
+
+
+def _fused_over_eager(gpu: str = "H100-SXM") -> float:
+    """The fused kernel's bandwidth on ``gpu`` over the eager chain's: the measured speed-up over the predicted one."""
+    return _fusion_bandwidth("fused Triton kernel", gpu) / _fusion_bandwidth("eager torch (3 kernels)", gpu)
+
+
+def _of_peak(n: int, what: str, gpu: str = "H100-SXM") -> float:
     dtype = "fp16" if what == "fp16" else "int8"
-    return _int8(n, what, "TOP/s") * 1e12 / hardware.peak_flops("H100-SXM", dtype) * 100
+    return _int8(n, what, "TOP/s", gpu) * 1e12 / hardware.peak_flops(gpu, dtype) * 100
 
 
 def _per_iteration(what: str) -> int:
@@ -121,8 +136,8 @@ FIGURES = [
     # fusion
     Figure("about 2.3x", 2.3, lambda ns: ns["predicted"], rtol=0.02),
     Figure("to about 1.7 FLOP/byte", 1.7, lambda ns: ns["fused"].intensity, rtol=0.03),
-    Figure("it removes bytes, four of every seven", 4, lambda ns: 7 * (1 - ns["fused"].bytes / sum(o.bytes for o in ns["ops"])),
-           rtol=1e-3),
+    Figure("it removes bytes, four of every seven", 4,
+           lambda ns: 7 * (1 - ns["fused"].bytes / sum(o.bytes for o in ns["ops"])), rtol=1e-3),
     # INT8
     Figure("step of about 0.8", 0.8, lambda ns: ns["steps"]["max"], rtol=0.06),
     Figure("about twenty times finer", 20, lambda ns: ns["steps"]["max"] / ns["steps"]["percentile"], rtol=0.05),
@@ -131,8 +146,9 @@ FIGURES = [
     Figure("INT8's peak is 2x FP16's on an H100", 2,
            lambda ns: hardware.peak_flops("H100-SXM", "int8") / hardware.peak_flops("H100-SXM", "fp16")),
     Figure("inference latency of 7 ms with TensorRT", 7, None,
-           why="the cuDNN lecture's Volta slide ('ResNet-50 Inference: TensorRT - 7ms Latency'), quoted as the deck gives it"),
-    # INT8 GEMMs measured on an H100 (course/data/bench_inference.json)
+           why="the cuDNN lecture's Volta slide ('ResNet-50 Inference: TensorRT - 7ms Latency'), quoted as the deck "
+               "gives it"),
+    # INT8 GEMMs measured on an H100 (course/data/bench_inference.json, the record's H100 entry)
     Figure("cuBLAS FP16 ran at 724 TFLOP/s", 724, lambda ns: _int8(8192, "fp16", "TOP/s"), atol=0.6, rtol=0),
     Figure("724 TFLOP/s, 73% of its peak", 73, lambda ns: _of_peak(8192, "fp16"), atol=0.5, rtol=0),
     Figure("row-major ran at 130 TOP/s", 130, lambda ns: _int8(8192, "row", "TOP/s"), atol=0.5, rtol=0),
@@ -153,30 +169,91 @@ FIGURES = [
     Figure("The whole product takes 23 us", 23, lambda ns: _int8(2048, "triton", "median ms") * 1e3, atol=0.5, rtol=0),
     Figure("the INT32 result (16 MiB", 16, lambda ns: 2048 ** 2 * 4 / 2 ** 20),
     Figure("twice the 8 MiB of FP16's", 8, lambda ns: 2048 ** 2 * 2 / 2 ** 20),
-    Figure("The layer's form ran at 0.63x FP16", 0.63, lambda ns: _int8(2048, "layer", "speed-up"), atol=0.005, rtol=0),
+    Figure("the layer's form ran at 0.63x FP16", 0.63, lambda ns: _int8(2048, "layer", "speed-up"), atol=0.005, rtol=0),
     Figure("fastest row at 4096^3 (1.53x)", 1.53, lambda ns: _int8(4096, "layer", "speed-up"), atol=0.005, rtol=0),
-    Figure("fastest row at 4096^3 (1.53x)", 1.53,
-           lambda ns: max(_int8(4096, w, "speed-up") for w in ("fp16", "row", "col", "triton", "layer")),
-           atol=0.005, rtol=0),
-    # the fused chain measured on an H100 (the same record)
-    Figure("the eager chain took 0.403 ms", 0.403, lambda ns: _fusion("eager torch (3 kernels)", "median ms"), atol=5e-4,
+    Figure("fastest row at 4096^3 (1.53x)", 1.53, lambda ns: _fastest(4096), atol=0.005, rtol=0),
+    # INT8 GEMMs on the H200 (the record's H200 entry)
+    Figure("At 8192^3 cuBLAS FP16 ran at\n716 TFLOP/s, 72% of its peak", 716,
+           lambda ns: _int8(8192, "fp16", "TOP/s", "H200"), atol=0.6, rtol=0),
+    Figure("At 8192^3 cuBLAS FP16 ran at\n716 TFLOP/s, 72% of its peak", 72, lambda ns: _of_peak(8192, "fp16", "H200"),
+           atol=0.5, rtol=0),
+    Figure("ran at 0.17x to 0.19x FP16 at every size", 0.17,
+           lambda ns: min(_int8(n, "row", "speed-up", "H200") for n in (2048, 4096, 8192)), atol=0.005, rtol=0),
+    Figure("ran at 0.17x to 0.19x FP16 at every size", 0.19,
+           lambda ns: max(_int8(n, "row", "speed-up", "H200") for n in (2048, 4096, 8192)), atol=0.005, rtol=0),
+    Figure("with B column-major at 0.88x, 1.14x and 1.27x from 2048^3 to 8192^3", 0.88,
+           lambda ns: _int8(2048, "col", "speed-up", "H200"), atol=0.005, rtol=0),
+    Figure("with B column-major at 0.88x, 1.14x and 1.27x from 2048^3 to 8192^3", 1.14,
+           lambda ns: _int8(4096, "col", "speed-up", "H200"), atol=0.005, rtol=0),
+    Figure("with B column-major at 0.88x, 1.14x and 1.27x from 2048^3 to 8192^3", 1.27,
+           lambda ns: _int8(8192, "col", "speed-up", "H200"), atol=0.005, rtol=0),
+    Figure("the Triton kernel at 8192^3 at\n1,177 TOP/s, 1.63x FP16", 1177,
+           lambda ns: _int8(8192, "triton", "TOP/s", "H200"), atol=0.5, rtol=0),
+    Figure("the Triton kernel at 8192^3 at\n1,177 TOP/s, 1.63x FP16", 1.63,
+           lambda ns: _int8(8192, "triton", "speed-up", "H200"), atol=0.005, rtol=0),
+    Figure("(1.72x with the layer's epilogue)", 1.72, lambda ns: _int8(8192, "layer", "speed-up", "H200"), atol=0.005,
            rtol=0),
-    Figure("at 2,329 GB/s, 70% of", 2329, lambda ns: _fusion_bandwidth("eager torch (3 kernels)") / 1e9, atol=0.5, rtol=0),
-    Figure("at 2,329 GB/s, 70% of", 70, lambda ns: 100 * _fusion_bandwidth("eager torch (3 kernels)")
-           / hardware.peak_bandwidth("H100-SXM"), atol=0.5, rtol=0),
+    Figure("(on the H200, 46.3% and 72%: 1.27x)", 46.3, lambda ns: _of_peak(8192, "col", "H200"), atol=0.05, rtol=0),
+    Figure("(on the H200, 46.3% and 72%: 1.27x)", 72, lambda ns: _of_peak(8192, "fp16", "H200"), atol=0.5, rtol=0),
+    Figure("(on the H200, 46.3% and 72%: 1.27x)", 1.27, lambda ns: _int8(8192, "col", "speed-up", "H200"), atol=0.005,
+           rtol=0),
+    Figure("shrinks to 1.21x (1.30x on the H200)", 1.30, lambda ns: _int8(2048, "triton", "speed-up", "H200"),
+           atol=0.005, rtol=0),
+    Figure("(21 us on the H200)", 21, lambda ns: _int8(2048, "triton", "median ms", "H200") * 1e3, atol=0.5, rtol=0),
+    Figure("(1.44x at 2048^3, 1.66x at 4096^3)", 1.44, lambda ns: _int8(2048, "layer", "speed-up", "H200"), atol=0.005,
+           rtol=0),
+    Figure("(1.44x at 2048^3, 1.66x at 4096^3)", 1.44, lambda ns: _fastest(2048, "H200"), atol=0.005, rtol=0),
+    Figure("(1.44x at 2048^3, 1.66x at 4096^3)", 1.66, lambda ns: _int8(4096, "layer", "speed-up", "H200"), atol=0.005,
+           rtol=0),
+    Figure("(1.44x at 2048^3, 1.66x at 4096^3)", 1.66, lambda ns: _fastest(4096, "H200"), atol=0.005, rtol=0),
+    Figure("an earlier run the same day gave it 0.73x at 2048^3", 0.73, None,
+           why="an earlier `gpudl bench inference --record` on the H200 (2026-11-28, the same tiles), which the "
+               "recorded run replaced (a record keeps one run per GPU); quoted from its table"),
+    Figure("moved only from 1.28x to 1.30x", 1.28, None, why="the same earlier H200 run's Triton INT8 row at 2048^3"),
+    Figure("moved only from 1.28x to 1.30x", 1.30, lambda ns: _int8(2048, "triton", "speed-up", "H200"), atol=0.005,
+           rtol=0),
+    # the fused chain measured on an H100 (the same record)
+    Figure("the eager chain took 0.403 ms", 0.403, lambda ns: _fusion("eager torch (3 kernels)", "median ms"),
+           atol=5e-4, rtol=0),
+    Figure("at 2,329 GB/s, 70% of", 2329, lambda ns: _fusion_bandwidth("eager torch (3 kernels)") / 1e9, atol=0.5,
+           rtol=0),
+    Figure("at 2,329 GB/s, 70% of", 70, lambda ns: _of_bandwidth("eager torch (3 kernels)"), atol=0.5, rtol=0),
     Figure("the fused Triton kernel took 0.137 ms", 0.137, lambda ns: _fusion("fused Triton kernel", "median ms"),
            atol=5e-4, rtol=0),
     Figure("at 2,930 GB/s, 87%", 2930, lambda ns: _fusion_bandwidth("fused Triton kernel") / 1e9, atol=0.5, rtol=0),
-    Figure("at 2,930 GB/s, 87%", 87, lambda ns: 100 * _fusion_bandwidth("fused Triton kernel")
-           / hardware.peak_bandwidth("H100-SXM"), atol=0.5, rtol=0),
+    Figure("at 2,930 GB/s, 87%", 87, lambda ns: _of_bandwidth("fused Triton kernel"), atol=0.5, rtol=0),
     Figure("2.94x faster, where the bytes", 2.94, lambda ns: _fusion("fused Triton kernel", "speed-up"), atol=0.005,
            rtol=0),
     Figure("predicted 2.33x", 2.33, lambda ns: _fusion("fused Triton kernel", "predicted"), atol=0.005, rtol=0),
     Figure("predicted 2.33x", 2.33, lambda ns: ns["predicted"], atol=0.005, rtol=0),
     Figure("here 1.26", 1.26, lambda ns: _fusion("fused Triton kernel", "measured/predicted"), atol=0.005, rtol=0),
-    Figure("here 1.26", 1.26, lambda ns: _fusion_bandwidth("fused Triton kernel")
-           / _fusion_bandwidth("eager torch (3 kernels)"), atol=0.005, rtol=0),
+    Figure("here 1.26", 1.26, lambda ns: _fused_over_eager(), atol=0.005, rtol=0),
     Figure("that ran as fast (2.95x)", 2.95, lambda ns: _fusion("torch.compile", "speed-up"), atol=0.005, rtol=0),
+    # the fused chain on the H200 (the record's H200 entry)
+    Figure("The H200's peak bandwidth is 4.8 TB/s, against the H100's 3.35", 4.8,
+           lambda ns: hardware.peak_bandwidth("H200") / 1e12),
+    Figure("The H200's peak bandwidth is 4.8 TB/s, against the H100's 3.35", 3.35,
+           lambda ns: hardware.peak_bandwidth("H100-SXM") / 1e12),
+    Figure("the eager chain took 0.343 ms at\n2,742 GB/s (57% of that peak)", 0.343,
+           lambda ns: _fusion("eager torch (3 kernels)", "median ms", "H200"), atol=5e-4, rtol=0),
+    Figure("the eager chain took 0.343 ms at\n2,742 GB/s (57% of that peak)", 2742,
+           lambda ns: _fusion_bandwidth("eager torch (3 kernels)", "H200") / 1e9, atol=0.5, rtol=0),
+    Figure("the eager chain took 0.343 ms at\n2,742 GB/s (57% of that peak)", 57,
+           lambda ns: _of_bandwidth("eager torch (3 kernels)", "H200"), atol=0.5, rtol=0),
+    Figure("the fused kernel 0.118 ms at 3,416 GB/s (71%)", 0.118,
+           lambda ns: _fusion("fused Triton kernel", "median ms", "H200"), atol=5e-4, rtol=0),
+    Figure("the fused kernel 0.118 ms at 3,416 GB/s (71%)", 3416,
+           lambda ns: _fusion_bandwidth("fused Triton kernel", "H200") / 1e9, atol=0.5, rtol=0),
+    Figure("the fused kernel 0.118 ms at 3,416 GB/s (71%)", 71,
+           lambda ns: _of_bandwidth("fused Triton kernel", "H200"), atol=0.5, rtol=0),
+    Figure("2.91x faster, against the\nsame predicted 2.33x", 2.91,
+           lambda ns: _fusion("fused Triton kernel", "speed-up", "H200"), atol=0.005, rtol=0),
+    Figure("2.91x faster, against the\nsame predicted 2.33x", 2.33,
+           lambda ns: _fusion("fused Triton kernel", "predicted", "H200"), atol=0.005, rtol=0),
+    Figure("again 1.25 times the eager chain's", 1.25,
+           lambda ns: _fusion("fused Triton kernel", "measured/predicted", "H200"), atol=0.005, rtol=0),
+    Figure("again 1.25 times the eager chain's", 1.25, lambda ns: _fused_over_eager("H200"), atol=0.005, rtol=0),
+    Figure("kernel as fast (2.95x)", 2.95, lambda ns: _fusion("torch.compile", "speed-up", "H200"), atol=0.005, rtol=0),
     Figure("multiplying row 7 of the first layer by 256", 256, lambda ns: ns["FACTOR"]),
     # tuning and batching
     Figure("from 0.26 ms for Winograd", 0.26, lambda ns: conv.LECTURE_GV100_3X3["WINOGRAD"][0]),
