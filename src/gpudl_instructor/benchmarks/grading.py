@@ -55,21 +55,22 @@ _PLAN = re.compile(r"grading \d+ submission\(s\) of \S+ \([^)]*\), (\d+) at a ti
 def _lost(out: Path, lab: str, sid: str, row: dict) -> str:
     """The test cells a graded student lost points in, each with the first line of its error
     (read from the autograded notebook), or "" where there is no notebook."""
-    import nbformat
+    from gpudl import notebooks
 
     path = out / "autograded" / sid / lab / f"{lab}.ipynb"
     if not lab or not path.is_file():
         return ""
+    nb = notebooks.read(path)
     lost = []
-    for cell in nbformat.read(str(path), as_version=4).cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        points, got = float(meta.get("points") or 0), row.get(meta.get("grade_id", ""))
-        if not meta.get("grade") or not points or not isinstance(got, float) or got >= points:
+    for gid, points in notebooks.graded_cells(nb).items():
+        got = row.get(gid)
+        if not points or not isinstance(got, float) or got >= points:
             continue
-        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+        error = next((o for o in notebooks.find_cell(nb, gid).get("outputs", []) if o.get("output_type") == "error"),
+                     None)
         why = f"{error.get('ename')}: {error.get('evalue')}" if error else "no error shown"
         why = re.sub(r"\x1b\[[0-9;]*m", "", why)
-        lost.append(f"{meta['grade_id']} {got:g}/{points:g}: {why.splitlines()[0][:300] if why else ''}")
+        lost.append(f"{gid} {got:g}/{points:g}: {why.splitlines()[0][:300]}")
     return "; ".join(lost)
 
 
@@ -103,7 +104,8 @@ def _timings(out: Path, lab: str, jobs: str) -> dict:
     def median(key) -> float:
         return statistics.median(float(key(m)) for m in marks)
 
-    slowest = collections.Counter(next(iter(m.get("slowest_cells") or {"-": 0})) for m in marks).most_common(1)[0][0]
+    firsts = collections.Counter(next(iter(m.get("slowest_cells") or {"-": 0})) for m in marks)
+    slowest = firsts.most_common(1)[0][0]            # the cell slowest for the most students
     # A student's process waits for the server it forks from only at a run's start: left out of the rate.
     row = {"student s": statistics.fmean(s - float(m.get("spawn", 0)) for s, m in zip(seconds, marks))}
     if jobs.isdigit():
