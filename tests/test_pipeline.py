@@ -195,6 +195,35 @@ def test_a_submission_the_grader_cannot_read_gets_a_row_with_the_reason(tmp_path
                for r in rows.values()), rows
 
 
+def test_a_failure_of_the_graders_own_check_keeps_no_score(tmp_path, monkeypatch):
+    """A check that raises something other than a GradingError (lab07's once ran a shared GPU out
+    of memory) zeroes a cell for a reason that is not the student's: the row is "not graded", says
+    why and how to grade again, and the gradebook keeps no score for that student."""
+    from nbgrader.api import Gradebook
+
+    for name in ("amy", "ben"):
+        write(student_copy(), tmp_path / "subs" / name)
+    real = pipeline._grade_in_child
+
+    def check_raises_for_ben(job, env, timeout):
+        report = real(job, env, timeout)
+        if job.student == "ben":
+            report["checker_errors"] = ["gpudl.grading.lab01:bound: OutOfMemoryError: CUDA out of memory"]
+        return report
+
+    monkeypatch.setattr(pipeline, "_grade_in_child", check_raises_for_ben)
+    pipeline.grade(LAB, tmp_path / "subs", tmp_path / "out", root=ROOT, secret=SECRET, jobs=1, progress=False,
+                   echo=lambda *_: None)
+    rows = pipeline.read_scores(tmp_path / "out" / "grades.csv")
+    assert rows["amy"]["status"] == "graded" and rows["amy"]["score"] == 32
+    assert rows["ben"]["status"] == "not graded", rows["ben"]
+    assert "the grader's own check failed, not the student's work (gpudl.grading.lab01:bound: OutOfMemory" in (
+        rows["ben"]["reason"]) and "grade this student again" in rows["ben"]["reason"]
+    with Gradebook(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}", course_id=pipeline.COURSE_ID) as gb:
+        graded = {s.student.id for s in gb.assignment_submissions(LAB)}
+    assert "ben" not in graded and "amy" in graded
+
+
 def test_secret_file_is_created_once_and_private(tmp_path, monkeypatch):
     monkeypatch.delenv(pipeline.SECRET_ENV, raising=False)
     first = pipeline.load_secret(tmp_path)

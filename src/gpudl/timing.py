@@ -12,6 +12,8 @@ GPU work is asynchronous: a call returns as soon as the kernel is *queued*. Timi
   ``rel_ci``) or the time budget is spent;
 - ``measure`` chooses between them for a device ("cpu", "cuda", or a simulated GPU such as
   ``gpudl.bench.SimulatedGPU``);
+- ``cuda_graphed`` captures a call in a CUDA graph: timing its replay times the kernels without
+  the Python that launches them (a small kernel can take less time than its launch);
 - ``check_plausible`` refuses a rate above the device's peak: that is a broken measurement,
   never a fast kernel.
 
@@ -23,7 +25,7 @@ guard then notices a call of them from anywhere, a course tool built on them inc
 their contract (keyword-only options, a ``Measurement``) is not the exercises' (positional
 ``warmup`` and ``repeats``, the median in seconds).
 
-Public names, in order: ``Measurement``, ``time_cpu``, ``time_cuda``, ``measure``,
+Public names, in order: ``Measurement``, ``time_cpu``, ``time_cuda``, ``measure``, ``cuda_graphed``,
 ``ImplausibleMeasurementError``, ``check_plausible``.
 """
 from __future__ import annotations
@@ -251,6 +253,24 @@ def measure(fn: Callable[[], Any], device: Any = None, **kwargs: Any) -> Measure
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     cpu_kwargs = {k: v for k, v in kwargs.items() if k not in ("flush_l2", "batch", "warmup_s", "api")}
     return time_cpu(fn, **cpu_kwargs)
+
+
+def cuda_graphed(fn: Callable[[], Any]) -> Callable[[], None]:
+    """``fn`` captured once in a CUDA graph; returns the graph's ``replay``. A replay launches the
+    captured kernels with none of the Python that issued them: what is left to time is the
+    kernels (and one small, equal host cost per replay). Call ``fn`` once before (to compile or
+    tune): nothing may be compiled or chosen while capturing."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()                                   # warm, on a side stream as capture requires
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
 
 
 def check_plausible(rate: float, peak: float, *, what: str, unit: str = "FLOP/s", slack: float = 1.05) -> None:

@@ -15,7 +15,9 @@ Three measurements of Unit 09, one table:
   of the Triton kernel: per-row and per-column scales in the epilogue, FP16 stored (half the
   bytes of INT32 sums, as the FP16 GEMM stores), checked against the scaled INT32 sums. The five
   GEMMs are warmed together and timed
-  in turns, so no row gets the clock of an idle GPU. ``--record`` keeps all rows, with the device,
+  in turns, so no row gets the clock of an idle GPU, each per Python call and as a CUDA graph's
+  replay ("graph": the kernels alone; a 2048^3 INT8 kernel runs for less time than a Python call
+  of the Triton kernel takes to issue). ``--record`` keeps all rows, with the device,
   date and command, in ``course/data/bench_inference.json`` (``RECORD_FILE``), which lecture 09
   shows (``recorded_int8``: the INT8 rows);
 - batching: a small ResNet's latency and throughput against batch size, and which batches meet
@@ -148,18 +150,25 @@ def _int8_cuda(n: int, budget_s: float, rounds: int, warm_s: float) -> list[dict
         if not torch.equal(c, got["torch._int_mm, B column-major"]):
             raise AssertionError(f"{name} differs from torch._int_mm: an INT8 GEMM is not exact")
     del got
+    # Each call also as a CUDA graph's replay: the kernels without the Python that launches them.
+    # At 2048^3 the INT8 kernel runs about 17 us, less than a Python call of the Triton kernel takes
+    # to issue, so per call the host is timed; an inference engine replays graphs (TensorRT, vLLM).
+    graphs = {name: timing.cuda_graphed(fn) for name, fn in calls.items()}
     start = time.perf_counter()
     while time.perf_counter() - start < warm_s:                     # to the clock of sustained work
-        for fn in calls.values():
+        for fn in (*calls.values(), *graphs.values()):
             fn()
         torch.cuda.synchronize()
     medians: dict[str, list[float]] = {name: [] for name in calls}
+    graph_medians: dict[str, list[float]] = {name: [] for name in calls}
     for r in range(rounds):
-        for name, fn in (calls.items() if r % 2 == 0 else reversed(calls.items())):
-            medians[name].append(timing.measure(fn, "cuda", what=f"{name} {n}^3", budget_s=budget_s).median)
+        for name in (calls if r % 2 == 0 else reversed(calls)):
+            medians[name].append(timing.measure(calls[name], "cuda", what=f"{name} {n}^3", budget_s=budget_s).median)
+            graph_medians[name].append(timing.measure(graphs[name], "cuda", what=f"{name} {n}^3 (graph)",
+                                                      budget_s=budget_s).median)
     spec = hardware.detect()
     peaks = {"fp16": hardware.peak_flops(spec, "fp16"), "int8": hardware.peak_flops(spec, "int8")} if spec else {}
-    fp16 = medians[FP16_ROW]
+    fp16, fp16_graph = medians[FP16_ROW], graph_medians[FP16_ROW]
     configs = {"Triton INT8 (int8_matmul_triton)": int8_gemm.best_int8_config(n, n, n, torch.int32),
                LAYER_ROW: int8_gemm.best_int8_config(n, n, n, torch.float16)}
     rows = []
@@ -172,6 +181,8 @@ def _int8_cuda(n: int, budget_s: float, rounds: int, warm_s: float) -> list[dict
         rows.append({"part": "int8", "case": f"{n}^3", "what": name, "median ms": seconds * 1e3,
                      "rate": f"{rate / 1e12:,.4g} TOP/s" + (f" ({rate / peak:.0%} of peak)" if peak else ""),
                      "speed-up": statistics.median(f / t for f, t in zip(fp16, times)),
+                     "graph ms": statistics.median(graph_medians[name]) * 1e3,
+                     "graph speed-up": statistics.median(f / t for f, t in zip(fp16_graph, graph_medians[name])),
                      "config": (f"{cfg.label} w{cfg.num_warps} s{cfg.num_stages}"
                                 if (cfg := configs.get(name)) else "")})
     return rows
@@ -195,7 +206,9 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
                                      warm_s=0.3 if args.quick else 1.0)
         table.notes.append("int8: every INT8 product equals torch._int_mm's with B column-major, and a 64x64 corner "
                            "equals exact (int64) arithmetic; speed-up is against torch.matmul FP16 (median of the "
-                           "rounds' ratios); B row-major is the layout trap (INT8 tensor cores read B K-major)")
+                           "rounds' ratios); B row-major is the layout trap (INT8 tensor cores read B K-major); "
+                           "graph: the same calls captured in a CUDA graph and replayed (the kernels, without the "
+                           "Python that issues each call: at 2048^3 a Triton call takes longer to issue than to run)")
         return
     from ..gemm import int8 as int8_gemm
 
@@ -226,12 +239,14 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
 
 def recorded_int8(path: str | Path | None = None) -> dict[str, Any]:
     """The INT8 rows ``gpudl bench inference --record`` kept, per GPU: {GPU: {device, date,
-    command, torch, triton, rows}}, each row {n, what, median ms, TOP/s, speed-up, config};
-    empty when nothing was recorded."""
+    command, torch, triton, rows}}, each row {n, what, median ms, TOP/s, speed-up, graph ms, graph
+    speed-up (None in a record made before CUDA graphs were timed), config}; empty when nothing was
+    recorded."""
     out = {}
     for gpu, entry in _record.recorded("inference", path).items():
         rows = [{"n": (n := int(r["case"].split("^")[0])), "what": r["what"], "median ms": r["median ms"],
                  "TOP/s": 2 * n ** 3 / (r["median ms"] * 1e-3) / 1e12, "speed-up": r["speed-up"],
+                 "graph speed-up": r.get("graph speed-up"), "graph ms": r.get("graph ms"),
                  "config": r.get("config") or ""} for r in entry["rows"] if r.get("part") == "int8"]
         if rows:
             out[gpu] = {**{k: v for k, v in entry.items() if k not in ("rows", "notes", "title")}, "rows": rows}

@@ -421,23 +421,6 @@ def _tflops_cuda(fn: Any, flops: int, what: str, peak: float | None, budget_s: f
     return rate / 1e12
 
 
-def _graphed(fn: Any) -> Any:
-    """``fn`` captured once in a CUDA graph; returns the graph's ``replay``. A replay launches the
-    captured kernels with none of the Python that issued them: what is left to time is the
-    kernels (and one small, equal host cost per replay)."""
-    import torch
-
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()                                   # warm: nothing is compiled or chosen while capturing
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph.replay
-
-
 def triton_vs_torch(n: int, dtype: str = "fp16", *, budget_s: float = 1.0, rounds: int = 15,
                     warm_s: float = 1.0) -> dict[str, Any]:
     """TFLOP/s of ``matmul_triton`` (autotuned) and ``torch.matmul`` (cuBLAS) on ``n^3`` in
@@ -461,6 +444,8 @@ def triton_vs_torch(n: int, dtype: str = "fp16", *, budget_s: float = 1.0, round
 
     import torch
 
+    from .. import timing
+
     g = torch.Generator(device="cuda").manual_seed(0)
     dt = getattr(torch, _TORCH_DTYPES[dtype])
     a = torch.randn(n, n, device="cuda", generator=g).to(dt)    # (n, n)
@@ -470,7 +455,7 @@ def triton_vs_torch(n: int, dtype: str = "fp16", *, budget_s: float = 1.0, round
     err = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
     peak, flops = _peak(dtype), 2 * n ** 3          # a multiply-add is two FLOPs
     calls = {"triton": lambda: matmul_triton(a, b), "cuBLAS": lambda: torch.matmul(a, b)}
-    graphs = {f"{name} graph": _graphed(fn) for name, fn in calls.items()}
+    graphs = {f"{name} graph": timing.cuda_graphed(fn) for name, fn in calls.items()}
     timed = calls | graphs
     start = time.perf_counter()
     while time.perf_counter() - start < warm_s:                 # to the clock of sustained work
