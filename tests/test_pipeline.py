@@ -195,33 +195,50 @@ def test_a_submission_the_grader_cannot_read_gets_a_row_with_the_reason(tmp_path
                for r in rows.values()), rows
 
 
-def test_a_failure_of_the_graders_own_check_keeps_no_score(tmp_path, monkeypatch):
-    """A check that raises something other than a GradingError (lab07's once ran a shared GPU out
-    of memory) zeroes a cell for a reason that is not the student's: the row is "not graded", says
-    why and how to grade again, and the gradebook keeps no score for that student."""
+def test_a_check_out_of_memory_keeps_no_score_and_other_check_errors_stay_failures(tmp_path, monkeypatch):
+    """A check that runs out of memory itself (lab07's once filled a GPU a class shared) zeroes a cell
+    for a reason that is not the student's: the row is "not graded", says why and how to grade again,
+    and the gradebook keeps no score. Any other error in a check (a student can hand a check its own
+    check: ``bound = check.bound``) stays that cell's failure, with a note for the course staff."""
     from nbgrader.api import Gradebook
 
-    for name in ("amy", "ben"):
+    from gpudl_instructor.checker import out_of_memory
+
+    class OutOfMemoryError(RuntimeError):           # torch.OutOfMemoryError's name, without CUDA
+        pass
+
+    assert out_of_memory(OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB"))
+    assert out_of_memory(MemoryError()) and out_of_memory(RuntimeError("CUDA error: out of memory"))
+    assert not out_of_memory(TypeError("bound() takes 1 positional argument but 4 were given"))
+    assert not out_of_memory(RuntimeError("shape mismatch"))
+
+    for name in ("amy", "ben", "cal"):
         write(student_copy(), tmp_path / "subs" / name)
     real = pipeline._grade_in_child
 
-    def check_raises_for_ben(job, env, timeout):
+    def checks_break(job, env, timeout):
         report = real(job, env, timeout)
-        if job.student == "ben":
-            report["checker_errors"] = ["gpudl.grading.lab01:bound: OutOfMemoryError: CUDA out of memory"]
+        error = {"ben": "gpudl.grading.lab01:bound: OutOfMemoryError: CUDA out of memory",
+                 "cal": "gpudl.grading.lab01:bound: TypeError: bound() takes 1 positional argument"}.get(job.student)
+        if error:
+            report["checker_errors"] = [error]
+            report["checker_out_of_memory"] = [error] if job.student == "ben" else []
         return report
 
-    monkeypatch.setattr(pipeline, "_grade_in_child", check_raises_for_ben)
-    pipeline.grade(LAB, tmp_path / "subs", tmp_path / "out", root=ROOT, secret=SECRET, jobs=1, progress=False,
-                   echo=lambda *_: None)
+    monkeypatch.setattr(pipeline, "_grade_in_child", checks_break)
+    results = pipeline.grade(LAB, tmp_path / "subs", tmp_path / "out", root=ROOT, secret=SECRET, jobs=1,
+                             progress=False, echo=lambda *_: None)
     rows = pipeline.read_scores(tmp_path / "out" / "grades.csv")
     assert rows["amy"]["status"] == "graded" and rows["amy"]["score"] == 32
     assert rows["ben"]["status"] == "not graded", rows["ben"]
-    assert "the grader's own check failed, not the student's work (gpudl.grading.lab01:bound: OutOfMemory" in (
-        rows["ben"]["reason"]) and "grade this student again" in rows["ben"]["reason"]
+    assert "the grader's own check ran out of memory, not the student's work (gpudl.grading.lab01:bound: OutOfMemory" \
+        in rows["ben"]["reason"] and "grade this student again" in rows["ben"]["reason"]
+    assert rows["cal"]["status"] == "graded", rows["cal"]
+    assert any("the grader's check failed (tell the course staff): gpudl.grading.lab01:bound: TypeError" in n
+               for n in next(r for r in results if r.student == "cal").notes)
     with Gradebook(f"sqlite:///{tmp_path / 'out' / 'gradebook.db'}", course_id=pipeline.COURSE_ID) as gb:
         graded = {s.student.id for s in gb.assignment_submissions(LAB)}
-    assert "ben" not in graded and "amy" in graded
+    assert "ben" not in graded and {"amy", "cal"} <= graded
 
 
 def test_secret_file_is_created_once_and_private(tmp_path, monkeypatch):

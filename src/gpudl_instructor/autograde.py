@@ -311,7 +311,7 @@ def _config(job: Job, course: Path):
 
 def autograde_one(job: Job) -> dict[str, Any]:
     """Autograde one student (in this process); returns a plain-data report:
-    ``{"status": "graded"|"error", "reason", "seconds", "verdicts", "checker_errors"}``."""
+    ``{"status": "graded"|"error", "reason", "seconds", "verdicts", "checker_errors", "checker_out_of_memory"}``."""
     import logging
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
@@ -395,6 +395,7 @@ def autograde_one(job: Job) -> dict[str, Any]:
     report["slowest_cells"] = {k: round(v, 2) for k, v in sorted(cells.items(), key=lambda kv: -kv[1])[:SLOWEST_CELLS]}
     report["verdicts"] = _JOB.get("verdicts", {})
     report["checker_errors"] = list(checker.errors)
+    report["checker_out_of_memory"] = list(checker.out_of_memory)
     report["seconds"] = time.monotonic() - start
     return report
 

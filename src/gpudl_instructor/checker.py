@@ -105,6 +105,16 @@ class Verdict:
     message: str = ""
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether a check's exception is the grader's process running out of memory (the host's, or a
+    GPU's that a class shares): trouble of the grader's, whatever the student's work. Any other
+    error of a check stays the cell's failure (a student can misuse a check: ``bound = check.bound``
+    raises a TypeError in it)."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":      # torch's, CUDA's
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
 class CheckerServer:
     """Serves the checks of one student's kernel on a Unix socket at ``path``.
 
@@ -122,7 +132,8 @@ class CheckerServer:
         self.device = device
         self.cell = ""
         self.records: list[Record] = []
-        self.errors: list[str] = []          # checks that broke (a bug in a check, not the student)
+        self.errors: list[str] = []          # checks that broke (a bug in a check, or a student misusing one)
+        self.out_of_memory: list[str] = []   # checks that ran out of memory themselves: the grader's trouble
         self._lock = threading.Lock()        # one check at a time
         self._sock: socket.socket | None = None
         self._threads: list[threading.Thread] = []
@@ -214,6 +225,8 @@ class CheckerServer:
             except Exception as exc:  # noqa: BLE001 - a broken check fails the cell, and the instructor hears of it
                 text = f"{type(exc).__name__}: {exc}"
                 self.errors.append(f"{name}: {text}")
+                if out_of_memory(exc):
+                    self.out_of_memory.append(f"{name}: {text}")
                 self._record(cell, name, hidden, False, f"the check itself failed ({text})")
                 self._done(conn, False, f"the grader's check failed ({text}); tell your instructor")
                 return

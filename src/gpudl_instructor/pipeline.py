@@ -395,14 +395,14 @@ def autograde_student(lab: str, student: str, notebook: Path, base_gradebook: Pa
     if not graded_nb.exists():
         result.reason = "nbgrader wrote no graded notebook"
         return result, db
-    if report.get("checker_errors"):
-        # The instructor's own check raised (a GPU out of memory, a bug): the cell's zero says nothing
-        # about the student's work, so no score is kept; the row asks for this student to be graded again.
-        errors = report["checker_errors"]
-        result.reason = (f"the grader's own check failed, not the student's work ({errors[0][:300]}"
+    if report.get("checker_out_of_memory"):
+        # The instructor's own check ran out of memory (a GPU the class shares, the host's): the cell's
+        # zero says nothing of the student's work, so no score is kept; the row asks to grade again.
+        errors = report["checker_out_of_memory"]
+        result.reason = (f"the grader's own check ran out of memory, not the student's work ({errors[0][:300]}"
                          + (f"; {len(errors) - 1} more" if len(errors) > 1 else "")
-                         + "): grade this student again (their submission alone, into the same --out); if it recurs, "
-                         "tell the course staff")
+                         + "): grade this student again (their submission alone, into the same --out), with "
+                         "fewer students at a time if it recurs")
         return result, db
     result.graded = True
     result.score = sum(result.scores.values())
@@ -410,6 +410,7 @@ def autograde_student(lab: str, student: str, notebook: Path, base_gradebook: Pa
     page = course / "feedback" / student / lab / f"{lab}.html"
     result.feedback = page if page.exists() else None
     result.notes.extend(_cell_errors(graded_nb, result.scores))
+    result.notes.extend(f"the grader's check failed (tell the course staff): {e}" for e in report.get("checker_errors", []))
     return result, db
 
 
