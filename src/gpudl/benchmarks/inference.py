@@ -16,8 +16,7 @@ Three measurements of Unit 09, one table:
   bytes of INT32 sums, as the FP16 GEMM stores), checked against the scaled INT32 sums. The five
   GEMMs are warmed together and timed
   in turns, so no row gets the clock of an idle GPU, each per Python call and as a CUDA graph's
-  replay ("graph": the kernels alone; a 2048^3 INT8 kernel runs for less time than a Python call
-  of the Triton kernel takes to issue). ``--record`` keeps all rows, with the device,
+  replay ("graph": the kernels alone, which tells whether a small product's time is its launch). ``--record`` keeps all rows, with the device,
   date and command, in ``course/data/bench_inference.json`` (``RECORD_FILE``), which lecture 09
   shows (``recorded_int8``: the INT8 rows);
 - batching: a small ResNet's latency and throughput against batch size, and which batches meet
@@ -150,9 +149,9 @@ def _int8_cuda(n: int, budget_s: float, rounds: int, warm_s: float) -> list[dict
         if not torch.equal(c, got["torch._int_mm, B column-major"]):
             raise AssertionError(f"{name} differs from torch._int_mm: an INT8 GEMM is not exact")
     del got
-    # Each call also as a CUDA graph's replay: the kernels without the Python that launches them.
-    # At 2048^3 the INT8 kernel runs about 17 us, less than a Python call of the Triton kernel takes
-    # to issue, so per call the host is timed; an inference engine replays graphs (TensorRT, vLLM).
+    # Each call also as a CUDA graph's replay: the kernels without the Python that launches them, as
+    # an inference engine replays a model. At 2048^3 a kernel runs about 20 us, near what a Python call
+    # of the Triton kernel takes to issue; the two columns tell whether the launch is what is timed.
     graphs = {name: timing.cuda_graphed(fn) for name, fn in calls.items()}
     start = time.perf_counter()
     while time.perf_counter() - start < warm_s:                     # to the clock of sustained work
@@ -208,7 +207,7 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
                            "equals exact (int64) arithmetic; speed-up is against torch.matmul FP16 (median of the "
                            "rounds' ratios); B row-major is the layout trap (INT8 tensor cores read B K-major); "
                            "graph: the same calls captured in a CUDA graph and replayed (the kernels, without the "
-                           "Python that issues each call: at 2048^3 a Triton call takes longer to issue than to run)")
+                           "Python that issues each call)")
         return
     from ..gemm import int8 as int8_gemm
 
