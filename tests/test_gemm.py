@@ -304,6 +304,23 @@ def test_triton_validates():
                        torch.zeros(3, 2).half())
 
 
+@pytest.mark.parametrize("entry", ["matmul_triton", "int8_matmul_triton"])
+def test_triton_entry_points_refuse_cpu_tensors_when_kernels_are_compiled(entry, monkeypatch):
+    """Without the interpreter a Triton kernel runs on a GPU only: CPU tensors get a clear error
+    before anything touches a device (not torch's "Invalid device id" from the autotuner)."""
+    from gpudl.gemm import int8 as G8
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    if entry == "matmul_triton":
+        a = torch.zeros(32, 32, dtype=torch.float16)
+        call = lambda: gemm.matmul_triton(a, a)                   # noqa: E731
+    else:
+        a = torch.zeros(32, 32, dtype=torch.int8)
+        call = lambda: G8.int8_matmul_triton(a, a)                # noqa: E731
+    with pytest.raises(ValueError, match="CUDA tensors only; got cpu tensors.*TRITON_INTERPRET"):
+        call()
+
+
 def test_triton_config_validates_clusters():
     assert gemm.TritonConfig(256, 64, 64, num_ctas=2).label == "256x64x64 cluster 2"
     with pytest.raises(ValueError, match="num_ctas"):
@@ -321,22 +338,23 @@ def test_lean_path_launches_the_kept_plan_only_for_its_signature(monkeypatch):
     from gpudl.gemm import triton_kernel as GK
 
     g = torch.Generator().manual_seed(4)
-    a = torch.randn(24, 40, generator=g).half()
-    b = torch.randn(40, 16, generator=g).half()
+    dev = "cuda" if CUDA else "cpu"                                # CPU tensors: Triton's interpreter
+    a = torch.randn(24, 40, generator=g).half().to(dev)
+    b = torch.randn(40, 16, generator=g).half().to(dev)
     used = []
 
     def plan(a_, b_, out):                  # stands in for the compiled kernel's launch
         used.append((a_.data_ptr(), b_.data_ptr()))
         out.fill_(7)
     monkeypatch.setattr(GK, "_PLANS", {GK._signature(a, b): plan})
-    assert torch.equal(gemm.matmul_triton(a, b), torch.full((24, 16), 7.0, dtype=torch.float16))
+    assert torch.equal(gemm.matmul_triton(a, b), torch.full((24, 16), 7.0, dtype=torch.float16, device=dev))
     assert used == [(a.data_ptr(), b.data_ptr())]
-    a2 = torch.randn(24, 40, generator=g).half()                 # same signature, other data
-    assert torch.equal(gemm.matmul_triton(a2, b), torch.full((24, 16), 7.0, dtype=torch.float16))
+    a2 = torch.randn(24, 40, generator=g).half().to(dev)         # same signature, other data
+    assert torch.equal(gemm.matmul_triton(a2, b), torch.full((24, 16), 7.0, dtype=torch.float16, device=dev))
     assert len(used) == 2
     _close_fp(gemm.matmul_triton(a.t().contiguous().t(), b), a, b)    # other strides
-    _close_fp(gemm.matmul_triton(a, b, out=torch.empty(24, 16, dtype=torch.float16)), a, b)
-    buf = torch.randn(24 * 40 + 1, generator=g).half()
+    _close_fp(gemm.matmul_triton(a, b, out=torch.empty(24, 16, dtype=torch.float16, device=dev)), a, b)
+    buf = torch.randn(24 * 40 + 1, generator=g).half().to(dev)
     unaligned = buf[1:].view(24, 40)                                # base 2 bytes past a 16-byte line
     assert unaligned.data_ptr() % 16 and GK._signature(unaligned, b) in GK._PLANS
     _close_fp(gemm.matmul_triton(unaligned, b), unaligned, b)

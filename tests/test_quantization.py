@@ -348,6 +348,89 @@ def test_triton_int8_autotuned_on_the_gpu_equals_int_mm_and_exact(m, k, n):
     assert G.best_int8_config(m, n, k) is not None
 
 
+def test_int8_lean_path_launches_the_kept_plan_only_for_its_signature(monkeypatch):
+    """A repeated call goes straight to the launch kept for its signature (operands, which scales
+    and bias, their lengths, out_dtype), with the pointers of this call; any other call (other
+    strides, Python numbers as scales, a missing scale, an unaligned base, ``config`` given)
+    takes the long way; a plan that fails is dropped and relaunching turned off."""
+    from gpudl import _launch
+
+    g = np.random.default_rng(11)
+    a, b = _int8(g, (24, 40)).to(DEVICE), _int8(g, (40, 16)).to(DEVICE)
+    exact = _exact(a.cpu(), b.cpu())
+    s_a = torch.full((24,), 0.5, device=DEVICE)
+    s_b = torch.full((16,), 0.25, device=DEVICE)
+    used = []
+
+    def plan(*pointers):                    # stands in for the compiled kernel's launch
+        used.append(tuple(t.data_ptr() for t in pointers))
+        pointers[2].fill_(7)
+    sums_sig = G._signature(a, b, None, None, None, None)
+    layer_sig = G._signature(a, b, s_a, s_b, None, torch.float16)
+    monkeypatch.setattr(G, "_PLANS", {sums_sig: plan, layer_sig: plan})
+    got = G.int8_matmul_triton(a, b)
+    assert got.dtype == torch.int32 and got.eq(7).all()
+    assert used[-1][:2] == (a.data_ptr(), b.data_ptr()) and len(set(used[-1][2:])) == 1     # unused: out
+    y = G.int8_matmul_triton(a, b, scale_a=s_a, scale_b=s_b, out_dtype=torch.float16)
+    assert y.dtype == torch.float16 and y.eq(7).all()
+    assert used[-1][3:] == (s_a.data_ptr(), s_b.data_ptr(), s_a.data_ptr())               # no bias: any pointer
+    a2 = _int8(g, (24, 40)).to(DEVICE)                                         # same signature, other data
+    assert G.int8_matmul_triton(a2, b).eq(7).all() and used[-1][0] == a2.data_ptr()
+    n_used = len(used)
+    long_way = [G.int8_matmul_triton(a, b.t().contiguous().t()),             # other strides
+                G.int8_matmul_triton(a, b, config=G.INT8_INTERPRETER_CONFIG if not CUDA else G.SMALL_CONFIG)]
+    for got in long_way:
+        assert np.array_equal(got.cpu().numpy().astype(np.int64), exact)
+    for kw in (dict(scale_a=0.5, scale_b=0.25, out_dtype=torch.float16),           # numbers: copied each call
+               dict(scale_b=s_b, out_dtype=torch.float16),                          # a missing scale
+               dict(scale_a=s_a, scale_b=s_b)):                                     # another out_dtype
+        y = G.int8_matmul_triton(a, b, **kw)
+        assert_close(y.float().cpu().numpy(), exact * (0.125 if "scale_a" in kw else 0.25),
+                     dtype="fp16" if kw.get("out_dtype") else "fp32")
+    assert G._signature(a, b, s_a.cpu() if CUDA else s_a.double(), s_b, None, None) is None   # elsewhere, FP64
+    buf = torch.zeros(24 * 40 + 1, dtype=torch.int8, device=DEVICE)
+    unaligned = buf[1:].view(24, 40)
+    unaligned.copy_(a)
+    assert unaligned.data_ptr() % 16 and G._signature(unaligned, b, None, None, None, None) in G._PLANS
+    assert np.array_equal(G.int8_matmul_triton(unaligned, b).cpu().numpy().astype(np.int64), exact)
+    assert len(used) == n_used
+    assert G._signature(a.numpy() if not CUDA else a.cpu().numpy(), b, None, None, None, None) is None
+
+    def broken(*pointers):
+        raise RuntimeError("this Triton launches compiled kernels otherwise")
+    monkeypatch.setattr(G, "_PLANS", {sums_sig: broken})
+    monkeypatch.setattr(_launch, "RELAUNCH", _launch.RELAUNCH)     # give_up() turns it off; restored after
+    assert np.array_equal(G.int8_matmul_triton(a, b).cpu().numpy().astype(np.int64), exact)   # the long way
+    assert G._PLANS == {} and _launch.RELAUNCH is False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="the lean path keeps compiled launches")
+def test_int8_lean_path_on_the_gpu_keeps_each_call_form_and_gives_the_same_results():
+    g = torch.Generator().manual_seed(5)
+    m, k, n = 1024, 1024, 1024                                     # autotuned (above SMALL_OPS)
+    a = torch.randint(-127, 128, (m, k), generator=g, dtype=torch.int8).cuda()
+    b = Q.column_major(torch.randint(-127, 128, (k, n), generator=g, dtype=torch.int8).cuda())
+    s_a, s_b = torch.rand(m, device="cuda") / 100, torch.rand(n, device="cuda") / 100
+    bias = torch.randn(n, device="cuda")
+    want = torch._int_mm(a, b)
+    forms = [dict(), dict(scale_a=s_a, scale_b=s_b, out_dtype=torch.float16),
+             dict(scale_a=s_a[:1], scale_b=s_b, bias=bias)]
+    for kw in forms:
+        first = G.int8_matmul_triton(a, b, **kw)                                  # the long way, kept
+        assert G._signature(a, b, kw.get("scale_a"), kw.get("scale_b"), kw.get("bias"), kw.get("out_dtype")) \
+            in G._PLANS
+        again = G.int8_matmul_triton(a, b, **kw)                                  # the lean path
+        assert again.data_ptr() != first.data_ptr() and torch.equal(again, first)
+    assert torch.equal(G.int8_matmul_triton(a, b), want)
+    small_a = a[:64, :256].contiguous()                                          # below SMALL_OPS: SMALL_CONFIG
+    small_b = Q.column_major(b[:256, :64].contiguous())
+    for _ in range(2):
+        assert torch.equal(G.int8_matmul_triton(small_a, small_b), torch._int_mm(small_a, small_b))
+    a2 = torch.randint(-127, 128, (m, k), generator=g, dtype=torch.int8).cuda()
+    assert torch.equal(G.int8_matmul_triton(a2, b), torch._int_mm(a2, b))       # same plan, other data
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 @pytest.mark.parametrize("cfg", [*G.INT8_CONFIGS, G.SMALL_CONFIG],
@@ -393,6 +476,20 @@ def test_bench_inference_int8_runs_on_this_device(tmp_path):
         notes = " ".join(table.notes)
         assert "no GPU" in notes and "skipped" in notes and "equals exact integer arithmetic" in notes
         assert "nothing recorded" in notes and not record.exists()
+
+
+def test_bench_inference_names_rows_whose_per_call_timing_the_host_paced():
+    from gpudl.benchmarks import inference
+
+    rows = [{"case": "2048^3", "what": "Triton INT8 (int8_matmul_triton)", "median ms": 0.0374, "graph ms": 0.0219},
+            {"case": "2048^3", "what": inference.LAYER_ROW, "median ms": 0.0201, "graph ms": 0.0198},
+            {"case": "2048^3", "what": "torch._int_mm, B column-major", "median ms": 0.0317, "graph ms": None},
+            {"case": "4096^3", "what": "Triton INT8 (int8_matmul_triton)", "median ms": 0.1400, "graph ms": 0.1209}]
+    notes = inference.host_bound(rows)
+    assert len(notes) == 2
+    assert notes[0].startswith("int8 2048^3: Triton INT8") and "37.4 us against 21.9 us" in notes[0]
+    assert "4096^3" in notes[1] and "140.0 us against 120.9 us" in notes[1] and "the host" in notes[1]
+    assert inference.host_bound(rows, margin=1.2) == notes[:1]
 
 
 def test_recorded_int8_reads_a_record_and_refuses_anything_else(tmp_path):

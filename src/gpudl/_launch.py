@@ -16,7 +16,8 @@ scratch from a per-stream buffer instead of a new allocation each launch
 (``ensure_tma_allocator`` installs it; it replaces any allocator set before in that thread).
 ``fastest`` is the tuned kernels' autotuner: it times candidate launches and keeps the fastest.
 ``compiled_for`` says whether Triton kernels run compiled (not interpreted) for a tensor,
-``interpreting`` whether Triton interprets, ``input_precision`` ``tl.dot``'s precision for a dtype.
+``interpreting`` whether Triton interprets, ``check_runnable`` refuses tensors no Triton kernel can run
+on here, ``input_precision`` ``tl.dot``'s precision for a dtype.
 ``give_up`` turns relaunching off for the rest of the process, once a relaunch has failed.
 """
 from __future__ import annotations
@@ -30,6 +31,14 @@ def interpreting() -> bool:
     """Whether Triton runs kernels in its interpreter (``TRITON_INTERPRET`` set; gpudl sets it
     on machines without a GPU): the one test of it for every Triton kernel in the package."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def check_runnable(t: Any) -> None:
+    """Raise ValueError unless Triton can run a kernel on tensor ``t``: compiled, on a GPU, or
+    interpreted, anywhere."""
+    if not (t.is_cuda or interpreting()):
+        raise ValueError(f"Triton compiles kernels for CUDA tensors only; got {t.device} tensors (on a machine "
+                         "without a GPU gpudl sets TRITON_INTERPRET=1 before Triton is imported)")
 
 
 def input_precision(dtype: Any) -> str:

@@ -68,6 +68,17 @@ _LECTURE_NCU_METRICS = ("sm__cycles_elapsed.sum", "sm__cycles_active.sum",
                         "dram__bytes_read.sum", "dram__bytes_write.sum")
 
 
+
+def _host_bound_margin() -> float:
+    import inspect
+
+    from gpudl.benchmarks import inference
+    return (inspect.signature(inference.host_bound).parameters["margin"].default - 1) * 100
+
+
+PROBE = ("`scripts/int8_probe.py --flush --sizes 2048` on the H200 (2026-11-28, the fourth session of the day), "
+         "before the lean path: ")
+
 FIGURES = [
     # the tools: the lecture's ncu line, its NVTX timeline and its DLProf tables (numbers as the deck prints them)
     Figure("four counters per kernel", 4, lambda ns: len(_LECTURE_NCU_METRICS)),
@@ -219,6 +230,22 @@ FIGURES = [
            lambda ns: _int8(2048, "triton", "graph speed-up", "H200"), atol=0.005, rtol=0),
     Figure("(1.28x for the Triton kernel, 1.36x for the layer's\nform at 2048^3)", 1.36,
            lambda ns: _int8(2048, "layer", "graph speed-up", "H200"), atol=0.005, rtol=0),
+    Figure("flushes L2 before each timed\ncall (about 80 us on the H200)", 80, None,
+           why=PROBE + "the GPU time of zeroing the 256 MB flush buffer (83 us), the flush time_cuda and do_bench use"),
+    Figure("the GPU needs about 100 us per timed call", 100, None,
+           why="the sum of the two figures before it (83 us flush + 20 us kernel), rounded"),
+    Figure("a Python call of the layer's form took 81 us to\nissue", 81, None,
+           why=PROBE + "host time per call, 300 calls issued without waiting, best of three"),
+    Figure("(the plain Triton call 64 us, `torch.matmul` 20 us)", 64, None, why=PROBE + "as above"),
+    Figure("(the plain Triton call 64 us, `torch.matmul` 20 us)", 20, None, why=PROBE + "as above (20.5 us)"),
+    Figure("0.46x per call and 1.39x\nreplayed for the layer's form", 0.46, None,
+           why="`gpudl bench inference --parts int8` on the H200 (2026-11-28, the fourth session, not recorded), "
+               "before the lean path: the layer row at 2048^3, 0.059 ms per call against 0.020 ms replayed"),
+    Figure("0.46x per call and 1.39x\nreplayed for the layer's form", 1.39, None, why="the same run's graph speed-up"),
+    Figure("(about 30 us to issue", 30, None,
+           why="the same probe after the lean path (2026-11-28, fourth session): 27.9 us the plain call, 30.9 us "
+               "the layer's form"),
+    Figure("more than 15% above its replay", 15, lambda ns: _host_bound_margin(), atol=1e-9, rtol=0),
     # the fused chain measured on an H100 (the same record)
     Figure("the eager chain took 0.403 ms", 0.403, lambda ns: _fusion("eager torch (3 kernels)", "median ms"),
            atol=5e-4, rtol=0),

@@ -187,6 +187,16 @@ def _int8_cuda(n: int, budget_s: float, rounds: int, warm_s: float) -> list[dict
     return rows
 
 
+def host_bound(rows: list[dict[str, Any]], margin: float = 1.15) -> list[str]:
+    """A note for each row timed per call more than ``margin`` times slower than replayed from a
+    CUDA graph: between timed calls the GPU waited for Python to issue the next one, so that row's
+    per-call figure is the host's pace, not the kernel's (its graph figure is the kernel's)."""
+    return [f"int8 {r['case']}: {r['what']} per call {r['median ms'] * 1e3:.1f} us against "
+            f"{r['graph ms'] * 1e3:.1f} us replayed from a CUDA graph: the host, not the GPU, set the pace of its "
+            "per-call timing"
+            for r in rows if r.get("graph ms") and r["median ms"] > margin * r["graph ms"]]
+
+
 def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
     import numpy as np
     import torch
@@ -208,6 +218,7 @@ def _int8_rows(args: argparse.Namespace, cuda: bool, table: Table) -> None:
                            "rounds' ratios); B row-major is the layout trap (INT8 tensor cores read B K-major); "
                            "graph: the same calls captured in a CUDA graph and replayed (the kernels, without the "
                            "Python that issues each call)")
+        table.notes += host_bound([r for r in table.rows if r.get("part") == "int8"])
         return
     from ..gemm import int8 as int8_gemm
 

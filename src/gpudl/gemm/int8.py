@@ -29,8 +29,9 @@ while the tile is still in registers; without, the INT32 sums are stored as they
                              compute capability 9.0+), the same epilogue
 ``Int8Config``, ``INT8_CONFIGS``, ``INT8_INTERPRETER_CONFIG``, ``SMALL_CONFIG``   tiles and
                              launch options
-``int8_matmul_triton``       check, lay out, launch (autotuned on a GPU); marked as a reference
-                             so that lab 09's INT8 layer cannot call it
+``int8_matmul_triton``       check, lay out, launch (autotuned on a GPU); a repeated call of the
+                             same form goes straight to the launch it kept (the lean path);
+                             marked as a reference so that lab 09's INT8 layer cannot call it
 ``best_int8_config``         the configuration the autotuner chose for a call's shape
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any, Sequence
 import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
 import triton.language as tl
 
-from .._launch import Relauncher, ensure_tma_allocator, fastest, interpreting
+from .._launch import Relauncher, check_runnable, ensure_tma_allocator, fastest, give_up, interpreting
 from ..references import reference
 from .triton_kernel import _grouped_tile
 
@@ -228,26 +229,36 @@ def _tma_ok(a: Any, b: Any) -> bool:
             and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
 
 
-def _launch(cfg: Int8Config, a: Any, b: Any, out: Any, sa: Any, sb: Any, bias: Any) -> None:
-    """One launch of ``cfg``: ``out = a @ b`` (INT32), or with the scales' epilogue when ``sa`` is
-    given (``sa``, ``sb``: FP32 vectors of stride 0 or 1; ``bias`` FP32 or None)."""
+def _call(cfg: Int8Config, a: Any, b: Any, out: Any, sa: Any, sb: Any, bias: Any) -> tuple:
+    """The launch of ``cfg`` for ``out = a @ b`` (INT32), or with the scales' epilogue when ``sa``
+    is given (``sa``, ``sb``: FP32 vectors of stride 0 or 1; ``bias`` FP32 or None), as
+    (relauncher, grid, arguments, constexprs and options, tag). The first six arguments are the
+    pointers (a, b, out, sa, sb, bias; unused ones are ``out``), which ``_keep`` leaves open."""
     M, K = a.shape
     N = b.shape[1]
     scaled, has_bias = sa is not None, bias is not None
     ptrs = (sa, sb, bias if has_bias else sa) if scaled else (out, out, out)      # unused pointers: any tensor
     strides = (sa.stride(0) if sa.numel() > 1 else 0, sb.stride(0) if sb.numel() > 1 else 0) if scaled else (0, 0)
     tiles = -(-M // cfg.block_m) * -(-N // cfg.block_n)
-    even_k = K % cfg.block_k == 0
     meta = dict(cfg.meta(), SCALED=scaled, HAS_BIAS=has_bias)
-    tag = (cfg, scaled, has_bias, even_k, a.get_device())        # every constexpr not fixed by cfg
+    if cfg.tma:
+        sms = _device_facts(a.get_device())[0]
+        meta["NUM_SMS"] = sms
+        return (_TMA, (min(sms, tiles),), (a, b, out, *ptrs, M, N, K, a.stride(0), b.stride(1), out.stride(0),
+                                           out.stride(1), *strides), meta, (cfg, scaled, has_bias, a.get_device()))
+    even_k = K % cfg.block_k == 0
+    meta["EVEN_K"] = even_k
+    return (_PLAIN, (tiles,), (a, b, out, *ptrs, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                               out.stride(0), out.stride(1), *strides), meta,
+            (cfg, scaled, has_bias, even_k, a.get_device()))          # every constexpr not fixed by cfg
+
+
+def _launch(cfg: Int8Config, a: Any, b: Any, out: Any, sa: Any, sb: Any, bias: Any) -> None:
+    """One launch of ``cfg`` (``_call``'s)."""
+    relauncher, grid, args, meta, tag = _call(cfg, a, b, out, sa, sb, bias)
     if cfg.tma:
         ensure_tma_allocator()
-        sms = _device_facts(a.get_device())[0]
-        _TMA.launch((min(sms, tiles),), (a, b, out, *ptrs, M, N, K, a.stride(0), b.stride(1), out.stride(0),
-                                         out.stride(1), *strides), dict(meta, NUM_SMS=sms), tag)
-    else:
-        _PLAIN.launch((tiles,), (a, b, out, *ptrs, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                 out.stride(0), out.stride(1), *strides), dict(meta, EVEN_K=even_k), tag)
+    relauncher.launch(grid, args, meta, tag)
 
 
 class _Autotuner:
@@ -302,6 +313,82 @@ def _scale_vector(s: Any, length: int, device: Any, what: str) -> Any:
     return t.contiguous()
 
 
+
+# The lean path (as ``triton_kernel``'s for FP16). At 2048^3 the kernel runs for about 21 us on an
+# H200, while the checks, scale vectors, autotuner lookup and relauncher below cost 60-80 us of
+# Python per call on the lent GPUs' hosts (torch.matmul: ~20 us; ``scripts/int8_probe.py --flush``).
+# Timed back to back after a flush of L2 (~80 us), the GPU then waits for the host in some runs and
+# not in others: the per-call rows of ``gpudl bench inference`` at 2048^3 swung between 0.46x and
+# 1.40x FP16 while the CUDA-graph column held still. So once a call has gone the long way, the
+# launch it made is kept under the call's *signature* (dtypes, shapes, strides and devices of the
+# operands; which of scale_a, scale_b, bias are given, as FP32 vectors, their lengths; out_dtype),
+# and a later call with the same signature and 16-byte aligned tensors skips straight to it. Python
+# numbers as scales are not kept: each call would copy them to the GPU anyway.
+_PLANS: dict[tuple, Any] = {}
+
+
+def _signature(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, out_dtype: Any) -> tuple | None:
+    import torch
+
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:
+        return None
+    sig = [a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(), a.device, b.device, out_dtype]
+    extra = (scale_a, scale_b, bias)
+    if any(v is not None for v in extra):
+        if scale_a is None or scale_b is None:
+            return None                 # the missing scale would be a new tensor each call
+        for v in extra:
+            if v is None:
+                sig.append(None)
+            elif (type(v) is torch.Tensor and v.dtype == torch.float32 and v.ndim == 1 and v.stride() == (1,)
+                  and v.device == a.device):
+                sig.append(v.shape[0])
+            else:
+                return None
+    return tuple(sig)
+
+
+def _aligned(*tensors: Any) -> bool:
+    return not any(t is not None and t.data_ptr() % 16 for t in tensors)
+
+
+def _lean(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, out_dtype: Any) -> Any:
+    """The product through a kept launch, or None when there is none for this call."""
+    plan = _PLANS.get(_signature(a, b, scale_a, scale_b, bias, out_dtype)) if _PLANS else None
+    if plan is None or not _aligned(a, b, scale_a, scale_b, bias):
+        return None
+    import torch
+
+    scaled = scale_a is not None
+    out = torch.empty((a.shape[0], b.shape[1]), dtype=(out_dtype or torch.float32) if scaled else torch.int32,
+                      device=a.device)
+    try:
+        if scaled:
+            plan(a, b, out, scale_a, scale_b, scale_a if bias is None else bias)
+        else:
+            plan(a, b, out, out, out, out)
+    except Exception:       # noqa: BLE001 - a Triton whose compiled kernels launch otherwise: use the JIT
+        give_up()
+        _PLANS.clear()
+        return None
+    return out
+
+
+def _keep(sig: tuple | None, cfg: Int8Config, a: Any, b: Any, out: Any, sa: Any, sb: Any, bias: Any) -> None:
+    """Keep the launch of ``cfg`` that a call of signature ``sig`` just made, for ``_lean``."""
+    if sig is None or not _aligned(a, b, out, sa, sb, bias):
+        return
+    relauncher, grid, args, _, tag = _call(cfg, a, b, out, sa, sb, bias)
+    run = relauncher.bound(grid, args, tag, 6)
+    if run is not None and cfg.tma:
+        def plan(*pointers: Any) -> None:
+            ensure_tma_allocator()            # Triton keeps the allocator per thread
+            run(*pointers)
+        _PLANS[sig] = plan
+    elif run is not None:
+        _PLANS[sig] = run
+
+
 @reference
 def int8_matmul_triton(a: Any, b: Any, *, scale_a: Any = None, scale_b: Any = None, bias: Any = None,
                        out_dtype: Any = None, config: Int8Config | None = None) -> Any:
@@ -321,6 +408,10 @@ def int8_matmul_triton(a: Any, b: Any, *, scale_a: Any = None, scale_b: Any = No
     ``SMALL_OPS``); in Triton's interpreter any strides are read as they are, with
     ``INT8_INTERPRETER_CONFIG``. ``config`` fixes the tiles.
     """
+    if config is None:
+        fast = _lean(a, b, scale_a, scale_b, bias, out_dtype)
+        if fast is not None:
+            return fast
     import torch
 
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
@@ -333,10 +424,8 @@ def int8_matmul_triton(a: Any, b: Any, *, scale_a: Any = None, scale_b: Any = No
         raise ValueError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
     if a.device != b.device:
         raise ValueError(f"a is on {a.device}, b on {b.device}")
+    check_runnable(a)
     interpreted = interpreting()
-    if not (a.is_cuda or interpreted):
-        raise ValueError(f"Triton compiles kernels for CUDA tensors only; got {a.device} tensors (on a machine "
-                         "without a GPU gpudl sets TRITON_INTERPRET=1 before Triton is imported)")
     M, K = a.shape
     N = b.shape[1]
     if max(M * K, K * N, M * N) >= 2 ** 31:
@@ -360,15 +449,21 @@ def int8_matmul_triton(a: Any, b: Any, *, scale_a: Any = None, scale_b: Any = No
     if K == 0:
         out.zero_()
         return (out + bias).to(out.dtype) if bias is not None else out
+    sig = None
     if not interpreted:
+        if config is None and a.stride(1) == 1 and b.stride(0) == 1:
+            sig = _signature(a, b, scale_a, scale_b, bias, out_dtype)      # no copies: the launch can be kept
         if a.stride(1) != 1:
             a = a.contiguous()                  # rows of A along K
         if b.stride(0) != 1:
             b = b.t().contiguous().t()          # B column-major: the K-major layout the INT8 MMA reads
-    if config is None and not interpreted and 2 * M * N * K >= SMALL_OPS:
-        _autotuned.run(a, b, out, sa, sb, bias)
+    if config is None and not interpreted:
+        cfg = _autotuned.run(a, b, out, sa, sb, bias) if 2 * M * N * K >= SMALL_OPS else SMALL_CONFIG
+        if cfg is SMALL_CONFIG:
+            _launch(cfg, a, b, out, sa, sb, bias)
+        _keep(sig, cfg, a, b, out, sa, sb, bias)
         return out
-    cfg = config or (INT8_INTERPRETER_CONFIG if interpreted else SMALL_CONFIG)
+    cfg = config or INT8_INTERPRETER_CONFIG
     if cfg.tma and not _tma_ok(a, b):
         raise ValueError(f"{cfg.label} needs int8_matmul_kernel_tma's conditions: a GPU of compute capability 9.0+, "
                          "K and the row strides multiples of 16, 16-byte aligned bases")

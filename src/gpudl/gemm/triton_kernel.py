@@ -32,7 +32,8 @@ from typing import Any, Sequence
 import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
 import triton.language as tl
 
-from .._launch import Relauncher, ensure_tma_allocator, fastest, give_up, input_precision, interpreting
+from .._launch import (Relauncher, check_runnable, ensure_tma_allocator, fastest, give_up, input_precision,
+                       interpreting)
 from ..references import reference
 
 
@@ -355,6 +356,7 @@ def matmul_triton(a: Any, b: Any, *, config: TritonConfig | None = None, out: An
         raise TypeError(f"a and b must share a dtype among float16, bfloat16, float32; got {a.dtype}, {b.dtype}")
     if a.device != b.device:
         raise ValueError(f"a is on {a.device}, b on {b.device}")
+    check_runnable(a)
     interpreted = interpreting()
     if a.dtype == torch.bfloat16 and interpreted:
         raise TypeError("Triton's interpreter cannot multiply bfloat16 (NumPy has no bfloat16: tl.dot would read "
