@@ -313,7 +313,6 @@ def _scale_vector(s: Any, length: int, device: Any, what: str) -> Any:
     return t.contiguous()
 
 
-
 # The lean path (as ``triton_kernel``'s for FP16). At 2048^3 the kernel runs for about 21 us on an
 # H200, while the checks, scale vectors, autotuner lookup and relauncher below cost 60-80 us of
 # Python per call on the lent GPUs' hosts (torch.matmul: ~20 us; ``scripts/int8_probe.py --flush``).
@@ -458,8 +457,10 @@ def int8_matmul_triton(a: Any, b: Any, *, scale_a: Any = None, scale_b: Any = No
         if b.stride(0) != 1:
             b = b.t().contiguous().t()          # B column-major: the K-major layout the INT8 MMA reads
     if config is None and not interpreted:
-        cfg = _autotuned.run(a, b, out, sa, sb, bias) if 2 * M * N * K >= SMALL_OPS else SMALL_CONFIG
-        if cfg is SMALL_CONFIG:
+        if 2 * M * N * K >= SMALL_OPS:
+            cfg = _autotuned.run(a, b, out, sa, sb, bias)
+        else:
+            cfg = SMALL_CONFIG
             _launch(cfg, a, b, out, sa, sb, bias)
         _keep(sig, cfg, a, b, out, sa, sb, bias)
         return out
