@@ -18,6 +18,7 @@ scratch from a per-stream buffer instead of a new allocation each launch
 ``compiled_for`` says whether Triton kernels run compiled (not interpreted) for a tensor,
 ``interpreting`` whether Triton interprets, ``check_runnable`` refuses tensors no Triton kernel can run
 on here, ``input_precision`` ``tl.dot``'s precision for a dtype.
+``kept_launch`` is a bound launch for the tuned kernels' lean paths (TMA allocator included).
 ``give_up`` turns relaunching off for the rest of the process, once a relaunch has failed.
 """
 from __future__ import annotations
@@ -140,6 +141,20 @@ class Relauncher:
         def run(*first: Any) -> None:
             runner(*first, *rest)
         return run
+
+
+def kept_launch(relauncher: Relauncher, grid: tuple, args: tuple, tag: Any, fixed_from: int,
+                tma: bool) -> Callable[..., None] | None:
+    """``relauncher.bound(...)`` for a lean path to keep: with ``tma`` (a kernel that makes tensor
+    descriptors) the launch first installs the TMA allocator, which Triton keeps per thread."""
+    run = relauncher.bound(grid, args, tag, fixed_from)
+    if run is None or not tma:
+        return run
+
+    def plan(*first: Any) -> None:
+        ensure_tma_allocator()
+        run(*first)
+    return plan
 
 
 def give_up() -> None:

@@ -42,7 +42,7 @@ from typing import Any, Sequence
 import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
 import triton.language as tl
 
-from .._launch import Relauncher, check_runnable, ensure_tma_allocator, fastest, give_up, interpreting
+from .._launch import Relauncher, check_runnable, ensure_tma_allocator, fastest, give_up, interpreting, kept_launch
 from ..references import reference
 from .triton_kernel import _grouped_tile
 
@@ -378,13 +378,8 @@ def _keep(sig: tuple | None, cfg: Int8Config, a: Any, b: Any, out: Any, sa: Any,
     if sig is None or not _aligned(a, b, out, sa, sb, bias):
         return
     relauncher, grid, args, _, tag = _call(cfg, a, b, out, sa, sb, bias)
-    run = relauncher.bound(grid, args, tag, 6)
-    if run is not None and cfg.tma:
-        def plan(*pointers: Any) -> None:
-            ensure_tma_allocator()            # Triton keeps the allocator per thread
-            run(*pointers)
-        _PLANS[sig] = plan
-    elif run is not None:
+    run = kept_launch(relauncher, grid, args, tag, 6, cfg.tma)
+    if run is not None:
         _PLANS[sig] = run
 
 

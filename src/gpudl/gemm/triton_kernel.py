@@ -33,7 +33,7 @@ import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 wh
 import triton.language as tl
 
 from .._launch import (Relauncher, check_runnable, ensure_tma_allocator, fastest, give_up, input_precision,
-                       interpreting)
+                       interpreting, kept_launch)
 from ..references import reference
 
 
@@ -319,13 +319,8 @@ def _keep(cfg: TritonConfig, a: Any, b: Any, out: Any, precision: str) -> None:
     if sig is None or any(t.data_ptr() % 16 for t in (a, b, out)):
         return
     relauncher, grid, args, _, tag = _call(cfg, a, b, out, precision)
-    run = relauncher.bound(grid, args, tag, 3)
-    if run is not None and cfg.tma:
-        def plan(a: Any, b: Any, out: Any) -> None:
-            ensure_tma_allocator()            # Triton keeps the allocator per thread
-            run(a, b, out)
-        _PLANS[sig] = plan
-    elif run is not None:
+    run = kept_launch(relauncher, grid, args, tag, 3, cfg.tma)
+    if run is not None:
         _PLANS[sig] = run
 
 
