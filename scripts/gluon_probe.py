@@ -53,25 +53,44 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 
 @gluon.constexpr_function
-def warps_per_cta(block_m, num_warps):
+def wgmma_layout(block_m, block_n, num_warps):
+    """The accumulator's layout: warps stacked along M first (16 rows each), and the widest wgmma N
+    that divides block_n (8-bit wgmma: N at most 224, a multiple of 16)."""
     wpc = [4, 1]
     while wpc[0] * wpc[1] != num_warps:
         if block_m > 16 * wpc[0]:
             wpc[0] *= 2
         else:
             wpc[1] *= 2
-    return wpc
-
-
-@gluon.constexpr_function
-def instr_n(block_m, block_n, num_warps):
-    m_reps = triton.cdiv(block_m, 16)
-    n_reps = triton.cdiv(num_warps, m_reps)
-    max_n = min(max(block_n // n_reps, 8), 224)     # 8-bit wgmma: N at most 224
-    n = max_n - max_n % 16
+    n_reps = triton.cdiv(num_warps, triton.cdiv(block_m, 16))
+    n = min(max(block_n // n_reps, 8), 224)
+    n -= n % 16
     while block_n % n:
         n -= 16
-    return n
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=wpc, instr_shape=[16, n, 32])
+
+
+@gluon.jit
+def _barriers(n: gl.constexpr):
+    bars = gl.allocate_shared_memory(gl.int64, [n, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(n):
+        mbarrier.init(bars.index(i), count=1)
+    return bars
+
+
+@gluon.jit
+def _load(a_desc, b_desc, a_bufs, b_bufs, bars, off_m, off_n, step, k_tiles, pred):
+    """Step ``step`` of the k-loop into buffer step % NUM_BUF, completing on its barrier. A step
+    past the k-tiles (``split``: its second half) reads the next BN columns of B again from k=0."""
+    NUM_BUF: gl.constexpr = a_bufs.type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[0]
+    s = step % NUM_BUF
+    kk = step % k_tiles
+    mbarrier.expect(bars.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
+    tma.async_copy_global_to_shared(a_desc, [off_m, kk * BK], bars.index(s), a_bufs.index(s), pred)
+    tma.async_copy_global_to_shared(b_desc, [off_n + (step // k_tiles) * BN, kk * BK], bars.index(s),
+                                    b_bufs.index(s), pred)
 
 
 @gluon.jit
@@ -83,6 +102,20 @@ def _tile(M, N, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
     first_m = (pid // width) * GROUP_M
     size = gl.minimum(tiles_m - first_m, GROUP_M)
     return (first_m + (pid % width) % size) * BM, ((pid % width) // size) * BN
+
+
+@gluon.jit
+def _setup(a_desc, b_desc, TILE_N: gl.constexpr, GROUP_M: gl.constexpr, NUM_BUF: gl.constexpr):
+    """This program's tile (off_m, off_n; TILE_N columns wide), the number of k-tiles, M and N, and
+    NUM_BUF shared-memory buffers for the tiles of A and of B^T."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    M = a_desc.shape[0]
+    N = b_desc.shape[0]
+    off_m, off_n = _tile(M, N, BM, TILE_N, GROUP_M)
+    a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUF] + a_desc.block_type.shape, a_desc.layout)
+    b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUF] + b_desc.block_type.shape, b_desc.layout)
+    return off_m, off_n, gl.cdiv(a_desc.shape[1], BK), M, N, a_bufs, b_bufs
 
 
 @gluon.jit
@@ -107,29 +140,12 @@ def _epilogue(acc, c_desc, c_ptr, stride_cm, off_m, off_n, M, N, EPI: gl.constex
 def pipe_kernel(a_desc, b_desc, c_desc, c_ptr, stride_cm, GROUP_M: gl.constexpr, NUM_BUF: gl.constexpr,
                 EPI: gl.constexpr, num_warps: gl.constexpr):
     BM: gl.constexpr = a_desc.block_type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[0]
-    NBYTES: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
-    M = a_desc.shape[0]
-    K = a_desc.shape[1]
-    N = b_desc.shape[0]
-    off_m, off_n = _tile(M, N, BM, BN, GROUP_M)
-    k_tiles = gl.cdiv(K, BK)
-
-    a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUF] + a_desc.block_type.shape, a_desc.layout)
-    b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUF] + b_desc.block_type.shape, b_desc.layout)
-    bars = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    off_m, off_n, k_tiles, M, N, a_bufs, b_bufs = _setup(a_desc, b_desc, BN, GROUP_M, NUM_BUF)
+    bars = _barriers(NUM_BUF)
     for i in gl.static_range(NUM_BUF):
-        mbarrier.init(bars.index(i), count=1)
-    for i in gl.static_range(NUM_BUF):
-        pred = i < k_tiles
-        mbarrier.expect(bars.index(i), NBYTES, pred=pred)
-        tma.async_copy_global_to_shared(a_desc, [off_m, i * BK], bars.index(i), a_bufs.index(i), pred)
-        tma.async_copy_global_to_shared(b_desc, [off_n, i * BK], bars.index(i), b_bufs.index(i), pred)
-
-    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=warps_per_cta(BM, num_warps), instr_shape=[16, instr_n(BM, BN, num_warps), 32])
-    acc = gl.zeros((BM, BN), dtype=gl.int32, layout=mma_layout)
+        _load(a_desc, b_desc, a_bufs, b_bufs, bars, off_m, off_n, i, k_tiles, i < k_tiles)
+    acc = gl.zeros((BM, BN), dtype=gl.int32, layout=wgmma_layout(BM, BN, num_warps))
     for i in range(k_tiles):
         s = i % NUM_BUF
         mbarrier.wait(bars.index(s), (i // NUM_BUF) & 1)
@@ -137,11 +153,7 @@ def pipe_kernel(a_desc, b_desc, c_desc, c_ptr, stride_cm, GROUP_M: gl.constexpr,
         acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
         # the wgmma of k-tile i-1 has finished: its buffer takes k-tile i-1+NUM_BUF
         j = i - 1 + NUM_BUF
-        ps = j % NUM_BUF
-        pred = (i > 0) & (j < k_tiles)
-        mbarrier.expect(bars.index(ps), NBYTES, pred=pred)
-        tma.async_copy_global_to_shared(a_desc, [off_m, j * BK], bars.index(ps), a_bufs.index(ps), pred)
-        tma.async_copy_global_to_shared(b_desc, [off_n, j * BK], bars.index(ps), b_bufs.index(ps), pred)
+        _load(a_desc, b_desc, a_bufs, b_bufs, bars, off_m, off_n, j, k_tiles, (i > 0) & (j < k_tiles))
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
     _epilogue(acc, c_desc, c_ptr, stride_cm, off_m, off_n, M, N, EPI)
 
@@ -149,14 +161,9 @@ def pipe_kernel(a_desc, b_desc, c_desc, c_ptr, stride_cm, GROUP_M: gl.constexpr,
 @gluon.jit
 def _ws_producer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles):
     NUM_BUF: gl.constexpr = a_bufs.type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
-    NBYTES: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
     for i in range(k_tiles):
-        s = i % NUM_BUF
-        mbarrier.wait(empty.index(s), ((i // NUM_BUF) & 1) ^ 1)
-        mbarrier.expect(ready.index(s), NBYTES)
-        tma.async_copy_global_to_shared(a_desc, [off_m, i * BK], ready.index(s), a_bufs.index(s))
-        tma.async_copy_global_to_shared(b_desc, [off_n, i * BK], ready.index(s), b_bufs.index(s))
+        mbarrier.wait(empty.index(i % NUM_BUF), ((i // NUM_BUF) & 1) ^ 1)
+        _load(a_desc, b_desc, a_bufs, b_bufs, ready, off_m, off_n, i, k_tiles, True)
 
 
 @gluon.jit
@@ -179,40 +186,16 @@ def _ws_consumer(a_bufs, b_bufs, ready, empty, k_tiles, mma_layout: gl.constexpr
 def ws_kernel(a_desc, b_desc, c_desc, c_ptr, stride_cm, GROUP_M: gl.constexpr, NUM_BUF: gl.constexpr,
               EPI: gl.constexpr, num_warps: gl.constexpr):
     BM: gl.constexpr = a_desc.block_type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[0]
-    M = a_desc.shape[0]
-    K = a_desc.shape[1]
-    N = b_desc.shape[0]
-    off_m, off_n = _tile(M, N, BM, BN, GROUP_M)
-    k_tiles = gl.cdiv(K, BK)
-    a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUF] + a_desc.block_type.shape, a_desc.layout)
-    b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUF] + b_desc.block_type.shape, b_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(NUM_BUF):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1)
-    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=warps_per_cta(BM, num_warps), instr_shape=[16, instr_n(BM, BN, num_warps), 32])
+    off_m, off_n, k_tiles, M, N, a_bufs, b_bufs = _setup(a_desc, b_desc, BN, GROUP_M, NUM_BUF)
+    ready = _barriers(NUM_BUF)
+    empty = _barriers(NUM_BUF)
+    mma_layout: gl.constexpr = wgmma_layout(BM, BN, num_warps)
     acc, = gl.warp_specialize([
         (_ws_consumer, (a_bufs, b_bufs, ready, empty, k_tiles, mma_layout)),
         (_ws_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles)),
     ], [1], [40])
     _epilogue(acc, c_desc, c_ptr, stride_cm, off_m, off_n, M, N, EPI)
-
-
-@gluon.jit
-def _split_load(a_desc, b_desc, a_bufs, b_bufs, bars, off_m, off_n, step, k_tiles, pred):
-    NUM_BUF: gl.constexpr = a_bufs.type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
-    BNH: gl.constexpr = b_desc.block_type.shape[0]
-    s = step % NUM_BUF
-    kk = step % k_tiles
-    mbarrier.expect(bars.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
-    tma.async_copy_global_to_shared(a_desc, [off_m, kk * BK], bars.index(s), a_bufs.index(s), pred)
-    tma.async_copy_global_to_shared(b_desc, [off_n + (step // k_tiles) * BNH, kk * BK], bars.index(s),
-                                    b_bufs.index(s), pred)
 
 
 @gluon.jit
@@ -222,24 +205,13 @@ def split_kernel(a_desc, b_desc, c_desc, c_ptr, stride_cm, GROUP_M: gl.constexpr
     the second half's k-loop runs, so only half of the tile's store is left after the last wgmma."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BNH: gl.constexpr = b_desc.block_type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
-    M = a_desc.shape[0]
-    K = a_desc.shape[1]
-    N = b_desc.shape[0]
-    off_m, off_n = _tile(M, N, BM, 2 * BNH, GROUP_M)
-    k_tiles = gl.cdiv(K, BK)
+    off_m, off_n, k_tiles, M, N, a_bufs, b_bufs = _setup(a_desc, b_desc, 2 * BNH, GROUP_M, NUM_BUF)
     steps = 2 * k_tiles
-    a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_BUF] + a_desc.block_type.shape, a_desc.layout)
-    b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_BUF] + b_desc.block_type.shape, b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [BM, BNH], c_desc.layout)
-    bars = gl.allocate_shared_memory(gl.int64, [NUM_BUF, 1], mbarrier.MBarrierLayout())
+    bars = _barriers(NUM_BUF)
     for i in gl.static_range(NUM_BUF):
-        mbarrier.init(bars.index(i), count=1)
-    for i in gl.static_range(NUM_BUF):
-        _split_load(a_desc, b_desc, a_bufs, b_bufs, bars, off_m, off_n, i, k_tiles, i < steps)
-    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=warps_per_cta(BM, num_warps), instr_shape=[16, instr_n(BM, BNH, num_warps), 32])
-    acc = gl.zeros((BM, BNH), dtype=gl.int32, layout=mma_layout)
+        _load(a_desc, b_desc, a_bufs, b_bufs, bars, off_m, off_n, i, k_tiles, i < steps)
+    acc = gl.zeros((BM, BNH), dtype=gl.int32, layout=wgmma_layout(BM, BNH, num_warps))
     for t in range(steps):
         s = t % NUM_BUF
         kk = t % k_tiles
@@ -247,7 +219,7 @@ def split_kernel(a_desc, b_desc, c_desc, c_ptr, stride_cm, GROUP_M: gl.constexpr
         acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, use_acc=kk != 0, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
         j = t - 1 + NUM_BUF
-        _split_load(a_desc, b_desc, a_bufs, b_bufs, bars, off_m, off_n, j, k_tiles, (t > 0) & (j < steps))
+        _load(a_desc, b_desc, a_bufs, b_bufs, bars, off_m, off_n, j, k_tiles, (t > 0) & (j < steps))
         if kk == k_tiles - 1:
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
             tma.store_wait(pendings=0)

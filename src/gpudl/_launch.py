@@ -18,7 +18,8 @@ scratch from a per-stream buffer instead of a new allocation each launch
 ``compiled_for`` says whether Triton kernels run compiled (not interpreted) for a tensor,
 ``interpreting`` whether Triton interprets, ``check_runnable`` refuses tensors no Triton kernel can run
 on here, ``input_precision`` ``tl.dot``'s precision for a dtype.
-``kept_launch`` is a bound launch for the tuned kernels' lean paths (TMA allocator included).
+The tuned kernels' lean paths keep launches with ``keep_launch`` (TMA allocator included) for
+tensors that are ``aligned`` and run them with ``run_kept`` (which gives up on a failure).
 ``give_up`` turns relaunching off for the rest of the process, once a relaunch has failed.
 """
 from __future__ import annotations
@@ -143,18 +144,40 @@ class Relauncher:
         return run
 
 
-def kept_launch(relauncher: Relauncher, grid: tuple, args: tuple, tag: Any, fixed_from: int,
-                tma: bool) -> Callable[..., None] | None:
-    """``relauncher.bound(...)`` for a lean path to keep: with ``tma`` (a kernel that makes tensor
-    descriptors) the launch first installs the TMA allocator, which Triton keeps per thread."""
+def aligned(*tensors: Any) -> bool:
+    """Every tensor given (None skipped) starts on a 16-byte boundary, as a kept launch assumes."""
+    return not any(t is not None and t.data_ptr() % 16 for t in tensors)
+
+
+def keep_launch(plans: dict, sig: tuple, relauncher: Relauncher, grid: tuple, args: tuple, tag: Any,
+                fixed_from: int, tma: bool) -> None:
+    """Keep ``relauncher.bound(...)`` in a lean path's ``plans`` under the call's signature ``sig``:
+    with ``tma`` (a kernel that makes tensor descriptors) the launch first installs the TMA
+    allocator, which Triton keeps per thread."""
     run = relauncher.bound(grid, args, tag, fixed_from)
-    if run is None or not tma:
-        return run
+    if run is None:
+        return
+    if not tma:
+        plans[sig] = run
+        return
 
     def plan(*first: Any) -> None:
         ensure_tma_allocator()
         run(*first)
-    return plan
+    plans[sig] = plan
+
+
+def run_kept(plans: dict, plan: Callable[..., None], *first: Any) -> bool:
+    """Run a lean path's kept ``plan`` on this call's pointers. If it fails (a Triton whose
+    compiled kernels launch otherwise), turn relaunching off, drop every kept plan and return
+    False: the call takes the long way through the JIT."""
+    try:
+        plan(*first)
+    except Exception:       # noqa: BLE001 - any failure of a kept launch means: use the JIT
+        give_up()
+        plans.clear()
+        return False
+    return True
 
 
 def give_up() -> None:

@@ -14,11 +14,11 @@ Three measurements of Unit 09, one table:
   and a corner to exact (int64) integer arithmetic. A fifth row is the INT8 linear layer's form
   of the Triton kernel: per-row and per-column scales in the epilogue, FP16 stored (half the
   bytes of INT32 sums, as the FP16 GEMM stores), checked against the scaled INT32 sums. The five
-  GEMMs are warmed together and timed
-  in turns, so no row gets the clock of an idle GPU, each per Python call and as a CUDA graph's
-  replay ("graph": the kernels alone, which tells whether a small product's time is its launch).
-  ``--record`` keeps all rows, with the device, date and command, in ``course/data/bench_inference.json`` (``RECORD_FILE``), which lecture 09
-  shows (``recorded_int8``: the INT8 rows);
+  GEMMs are warmed together and timed in turns, so no row gets the clock of an idle GPU, each per
+  Python call and as a CUDA graph's replay ("graph": the kernels alone, which tells whether a small
+  product's time is its launch). ``--record`` keeps all rows, with the device, date and command,
+  in ``course/data/bench_inference.json`` (``RECORD_FILE``), which lecture 09 shows
+  (``recorded_int8``: the INT8 rows);
 - batching: a small ResNet's latency and throughput against batch size, and which batches meet
   the 30 FPS latency budget (33 ms).
 

@@ -42,7 +42,8 @@ from typing import Any, Sequence
 import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
 import triton.language as tl
 
-from .._launch import Relauncher, check_runnable, ensure_tma_allocator, fastest, give_up, interpreting, kept_launch
+from .._launch import (Relauncher, aligned, check_runnable, ensure_tma_allocator, fastest, interpreting, keep_launch,
+                       run_kept)
 from ..references import reference
 from .triton_kernel import _grouped_tile
 
@@ -347,40 +348,26 @@ def _signature(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, out_dtype:
     return tuple(sig)
 
 
-def _aligned(*tensors: Any) -> bool:
-    return not any(t is not None and t.data_ptr() % 16 for t in tensors)
-
-
 def _lean(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any, out_dtype: Any) -> Any:
     """The product through a kept launch, or None when there is none for this call."""
     plan = _PLANS.get(_signature(a, b, scale_a, scale_b, bias, out_dtype)) if _PLANS else None
-    if plan is None or not _aligned(a, b, scale_a, scale_b, bias):
+    if plan is None or not aligned(a, b, scale_a, scale_b, bias):
         return None
     import torch
 
     scaled = scale_a is not None
     out = torch.empty((a.shape[0], b.shape[1]), dtype=(out_dtype or torch.float32) if scaled else torch.int32,
                       device=a.device)
-    try:
-        if scaled:
-            plan(a, b, out, scale_a, scale_b, scale_a if bias is None else bias)
-        else:
-            plan(a, b, out, out, out, out)
-    except Exception:       # noqa: BLE001 - a Triton whose compiled kernels launch otherwise: use the JIT
-        give_up()
-        _PLANS.clear()
-        return None
-    return out
+    pointers = (scale_a, scale_b, scale_a if bias is None else bias) if scaled else (out, out, out)
+    return out if run_kept(_PLANS, plan, a, b, out, *pointers) else None
 
 
 def _keep(sig: tuple | None, cfg: Int8Config, a: Any, b: Any, out: Any, sa: Any, sb: Any, bias: Any) -> None:
     """Keep the launch of ``cfg`` that a call of signature ``sig`` just made, for ``_lean``."""
-    if sig is None or not _aligned(a, b, out, sa, sb, bias):
+    if sig is None or not aligned(a, b, out, sa, sb, bias):
         return
     relauncher, grid, args, _, tag = _call(cfg, a, b, out, sa, sb, bias)
-    run = kept_launch(relauncher, grid, args, tag, 6, cfg.tma)
-    if run is not None:
-        _PLANS[sig] = run
+    keep_launch(_PLANS, sig, relauncher, grid, args, tag, 6, cfg.tma)
 
 
 @reference

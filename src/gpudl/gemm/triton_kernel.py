@@ -32,8 +32,8 @@ from typing import Any, Sequence
 import triton                   # gpudl's __init__ has set TRITON_INTERPRET=1 when there is no GPU
 import triton.language as tl
 
-from .._launch import (Relauncher, check_runnable, ensure_tma_allocator, fastest, give_up, input_precision,
-                       interpreting, kept_launch)
+from .._launch import (Relauncher, aligned, check_runnable, ensure_tma_allocator, fastest, input_precision,
+                       interpreting, keep_launch, run_kept)
 from ..references import reference
 
 
@@ -299,29 +299,21 @@ def _signature(a: Any, b: Any) -> tuple | None:
 def _lean(a: Any, b: Any) -> Any:
     """``a @ b`` through a kept launch, or None when there is none for this call."""
     plan = _PLANS.get(_signature(a, b)) if _PLANS else None
-    if plan is None or a.data_ptr() % 16 or b.data_ptr() % 16:
+    if plan is None or not aligned(a, b):
         return None
     import torch
 
     out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)     # 16-byte aligned
-    try:
-        plan(a, b, out)
-    except Exception:       # noqa: BLE001 - a Triton whose compiled kernels launch otherwise: use the JIT
-        give_up()
-        _PLANS.clear()
-        return None
-    return out
+    return out if run_kept(_PLANS, plan, a, b, out) else None
 
 
 def _keep(cfg: TritonConfig, a: Any, b: Any, out: Any, precision: str) -> None:
     """Keep the launch of ``cfg`` that the call (a, b) -> out just made, for ``_lean``."""
     sig = _signature(a, b)
-    if sig is None or any(t.data_ptr() % 16 for t in (a, b, out)):
+    if sig is None or not aligned(a, b, out):
         return
     relauncher, grid, args, _, tag = _call(cfg, a, b, out, precision)
-    run = kept_launch(relauncher, grid, args, tag, 3, cfg.tma)
-    if run is not None:
-        _PLANS[sig] = run
+    keep_launch(_PLANS, sig, relauncher, grid, args, tag, 3, cfg.tma)
 
 
 @reference
