@@ -19,6 +19,9 @@ gives. Triton's pipeliner did badly with 128x256 (0.94-1.13x); here the pipeline
   split a BM x 2*BN tile computed as two halves in turn: the first half's TMA store drains while
         the second half's k-loop runs
 
+  pp    ping-pong: two BM x BN tiles side by side, one per consumer warp group, fed in turn by a
+        producer warp; the first group stores its tile while the second's k-loop runs
+
   EPI   0: the tile leaves by a TMA store from shared memory; 1: stored from the wgmma registers
 
 (A's slice from registers, read once for both halves of N, does not compile in Triton 3.6: the wait
@@ -30,7 +33,9 @@ outside the timed call, in rounds, each round against FP16 and the package's ker
 
 Result on an H200 (November 28, scripts/PERF_NOTES.md): at 2048^3 the best of these ties the
 package's kernel (1.28x / 1.30x against 1.27x / 1.30x in the same runs); at 8192^3 it leads
-(1.70-1.76x against 1.61-1.65x). The shared-memory argument above did not decide 2048^3.
+(1.70-1.76x against 1.61-1.65x). The shared-memory argument above did not decide 2048^3. The
+ping-pong family (sixth session) was exact and slower everywhere (best 1.12x at 2048^3, 1.42x at
+8192^3): one warp group alone on a 128x128 tile does not keep the tensor cores fed.
 """
 from __future__ import annotations
 
@@ -229,7 +234,71 @@ def split_kernel(a_desc, b_desc, c_desc, c_ptr, stride_cm, GROUP_M: gl.constexpr
     tma.store_wait(pendings=0)
 
 
-KERNELS = {"pipe": pipe_kernel, "ws": ws_kernel, "split": split_kernel}
+@gluon.jit
+def _pp_consumer(a_bufs, b_bufs, ready, empty, go, c_desc, c_smem, off_m, off_n, k_tiles,
+                 LEAD: gl.constexpr, mma_layout: gl.constexpr):
+    """One warp group's tile, then its own store. The lead group takes steps 0 .. k_tiles - 1 of
+    the ring, the other the next k_tiles. A wait on a barrier's parity cannot tell its phases two
+    apart, so the second group starts waiting only once the lead has seen its last k-tile arrive
+    (``go``): from then on it is never more than one phase ahead of a buffer."""
+    NUM_BUF: gl.constexpr = a_bufs.type.shape[0]
+    BM: gl.constexpr = a_bufs.type.shape[1]
+    BN: gl.constexpr = b_bufs.type.shape[1]
+    first = 0 if LEAD else k_tiles
+    if not LEAD:
+        mbarrier.wait(go, 0)
+    acc = gl.zeros((BM, BN), dtype=gl.int32, layout=mma_layout)
+    for i in range(k_tiles):
+        t = first + i
+        s = t % NUM_BUF
+        mbarrier.wait(ready.index(s), (t // NUM_BUF) & 1)
+        if LEAD:
+            mbarrier.arrive(go, count=1, pred=i == k_tiles - 1)
+        acc = warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+        mbarrier.arrive(empty.index((t + NUM_BUF - 1) % NUM_BUF), count=1, pred=i > 0)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+    # the last buffer goes back too: the producer refills it with the other group's k-tiles
+    mbarrier.arrive(empty.index((first + k_tiles - 1) % NUM_BUF), count=1)
+    c_smem.store(acc)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _pp_producer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles):
+    NUM_BUF: gl.constexpr = a_bufs.type.shape[0]
+    for i in range(2 * k_tiles):
+        mbarrier.wait(empty.index(i % NUM_BUF), ((i // NUM_BUF) & 1) ^ 1)
+        _load(a_desc, b_desc, a_bufs, b_bufs, ready, off_m, off_n, i, k_tiles, True)
+
+
+@gluon.jit
+def pp_kernel(a_desc, b_desc, c_desc, c_ptr, stride_cm, GROUP_M: gl.constexpr, NUM_BUF: gl.constexpr,
+              EPI: gl.constexpr, num_warps: gl.constexpr):
+    """Ping-pong: two BM x BN tiles side by side, each owned by a warp group of its own, fed in turn
+    by one producer warp. The first group's mainloop runs alone, then the second's while the first
+    stores its tile, so only one tile's store is left after the last wgmma (two programs on one
+    multiprocessor run their mainloops together and store together)."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BN: gl.constexpr = b_desc.block_type.shape[0]
+    off_m, off_n, k_tiles, M, N, a_bufs, b_bufs = _setup(a_desc, b_desc, 2 * BN, GROUP_M, NUM_BUF)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BM, BN], c_desc.layout)
+    ready = _barriers(NUM_BUF)
+    empty = _barriers(NUM_BUF)
+    go = _barriers(1).index(0)
+    mma_layout: gl.constexpr = wgmma_layout(BM, BN, num_warps)
+    gl.warp_specialize([
+        (_pp_consumer, (a_bufs, b_bufs, ready, empty, go, c_desc, c_smem.index(0), off_m, off_n, k_tiles,
+                        True, mma_layout)),
+        (_pp_consumer, (a_bufs, b_bufs, ready, empty, go, c_desc, c_smem.index(1), off_m, off_n + BN,
+                        k_tiles, False, mma_layout)),
+        (_pp_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles)),
+    ], [num_warps, 1], [232, 40])
+
+
+KERNELS = {"pipe": pipe_kernel, "ws": ws_kernel, "split": split_kernel, "pp": pp_kernel}
 
 # (kind, BM, BN, BK, NUM_BUF, warps, EPI)
 # split: BN is the half tile (the program's tile is BM x 2*BN); reg-store variants are 9-10 us
@@ -240,6 +309,8 @@ VARIANTS = [
     ("split", 128, 128, 64, 4, 8, 0), ("split", 128, 128, 64, 5, 8, 0), ("split", 128, 128, 64, 6, 8, 0),
     ("split", 128, 128, 128, 3, 8, 0), ("split", 256, 128, 64, 4, 8, 0), ("split", 256, 64, 64, 4, 8, 0),
     ("split", 128, 64, 64, 6, 4, 0), ("split", 128, 128, 64, 4, 4, 0),
+    ("pp", 128, 128, 64, 4, 4, 0), ("pp", 128, 128, 64, 5, 4, 0), ("pp", 128, 128, 128, 2, 4, 0),
+    ("pp", 64, 256, 64, 4, 4, 0), ("pp", 64, 128, 64, 6, 4, 0), ("pp", 128, 128, 128, 3, 4, 0),
 ]
 
 
@@ -255,7 +326,7 @@ def prepared(v, a, b_col, out):
     a_desc = TensorDescriptor.from_tensor(a, [bm, bk], gl.NVMMASharedLayout.get_default_for([bm, bk], gl.int8))
     b_desc = TensorDescriptor.from_tensor(bt, [bn, bk], gl.NVMMASharedLayout.get_default_for([bn, bk], gl.int8))
     c_desc = TensorDescriptor.from_tensor(out, [bm, bn], gl.NVMMASharedLayout.get_default_for([bm, bn], gl.int32))
-    grid = (triton.cdiv(a.shape[0], bm) * triton.cdiv(bt.shape[0], bn * (2 if kind == "split" else 1)), )
+    grid = (triton.cdiv(a.shape[0], bm) * triton.cdiv(bt.shape[0], bn * (2 if kind in ("split", "pp") else 1)), )
     kernel = KERNELS[kind]
     return lambda: kernel[grid](a_desc, b_desc, c_desc, out, out.stride(0), 8, nb, epi, num_warps=w)
 
@@ -288,6 +359,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192])
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--only", type=int, nargs="+", help="check and time only these variants (indices)")
     p.add_argument("--check", type=int, help=argparse.SUPPRESS)
     p.add_argument("--once", type=int, nargs="+", help="run these variants (and the package's kernel) a few "
                    "times at the first size, untimed: for Nsight Compute")
@@ -309,7 +381,14 @@ def main() -> None:
         return
     good = []
     for i, v in enumerate(VARIANTS):
-        r = subprocess.run([sys.executable, __file__, "--check", str(i)], capture_output=True, text=True, timeout=300)
+        if args.only and i not in args.only:
+            continue
+        try:
+            r = subprocess.run([sys.executable, __file__, "--check", str(i)], capture_output=True, text=True,
+                               timeout=90)
+        except subprocess.TimeoutExpired:
+            print(f"check {label(v)}: hung (killed after 90 s)", flush=True)
+            continue
         tail = (r.stdout + r.stderr).strip().splitlines()[-1:] or ["(no output)"]
         print(f"check {label(v)}: rc={r.returncode} {tail[0][:200]}", flush=True)
         if r.returncode == 0:
