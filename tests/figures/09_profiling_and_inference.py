@@ -80,6 +80,10 @@ GLUON = ("`scripts/gluon_probe.py --sizes 2048 4096 8192 --rounds 3` (two calls)
          "more) on the H200 (2026-11-28, the fifth session of the day); a probe, not a record (median of the rounds "
          "against FP16, L2 flushed): ")
 
+PINGPONG = ("`scripts/gluon_probe.py --sizes 2048 4096 8192 --rounds 3 --only 0 14 15 16 17 18 19` on the H200 "
+            "(2026-11-28, the sixth session of the day); a probe, not a record (median of three rounds against FP16, "
+            "L2 flushed): ")
+
 PROBE = ("`scripts/int8_probe.py --flush --sizes 2048` on the H200 (2026-11-28, the fourth session of the day), "
          "before the lean path: ")
 
@@ -263,6 +267,11 @@ FIGURES = [
            why=GLUON + "second call, pipe 128x256x64 at 8192^3 (1.762x, 867 us)"),
     Figure("hand-written pipeline led, 1.76x against 1.65x", 1.65, None,
            why=GLUON + "the package's kernel in the same rounds (1.646x)"),
+    Figure("1.12x at\n2048^3 and 1.42x at 8192^3 at best", 1.12, None,
+           why=PINGPONG + "the best ping-pong variant at 2048^3, pp 128x128x128 with three buffers (1.123x; the "
+               "package's kernel 1.302x in the same rounds)"),
+    Figure("1.12x at\n2048^3 and 1.42x at 8192^3 at best", 1.42, None,
+           why=PINGPONG + "the best at 8192^3, the same variant (1.420x; the package 1.637x, pipe 128x256x64 1.697x)"),
     # the fused chain measured on an H100 (the same record)
     Figure("the eager chain took 0.403 ms", 0.403, lambda ns: _fusion("eager torch (3 kernels)", "median ms"),
            atol=5e-4, rtol=0),
