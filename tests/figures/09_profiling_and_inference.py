@@ -22,6 +22,14 @@ def _int8(n: int, what: str, key: str, gpu: str = "H100-SXM") -> float:
     return next(r[key] for r in rows if r["n"] == n and r["what"] == names[what])
 
 
+def _ladder_fp16(gpu: str) -> float:
+    """Lecture 08's FP16 rung at 8192^3 (`gpudl bench precision --record`, randn operands), TFLOP/s."""
+    from gpudl import benchmarks
+
+    rows = benchmarks.recorded_table("precision", gpu, keep=lambda r: r["part"] == "ladder").rows
+    return next(r["tflops"] for r in rows if r["case"] == "fp16" and r["n"] == 8192)
+
+
 def _fastest(n: int, gpu: str = "H100-SXM") -> float:
     """The largest speed-up over FP16 among ``gpu``'s INT8 rows at n^3."""
     return max(_int8(n, w, "speed-up", gpu) for w in ("fp16", "row", "col", "triton", "layer"))
@@ -83,6 +91,10 @@ GLUON = ("`scripts/gluon_probe.py --sizes 2048 4096 8192 --rounds 3` (two calls)
 PINGPONG = ("`scripts/gluon_probe.py --sizes 2048 4096 8192 --rounds 3 --only 0 14 15 16 17 18 19` on the H200 "
             "(2026-11-28, the sixth session of the day); a probe, not a record (median of three rounds against FP16, "
             "L2 flushed): ")
+
+OPERANDS = ("an inline probe on the H200 (2026-11-28, sixth session): torch.matmul FP16 at 8192^3, randn operands and "
+            "torch.randint(-127, 128) INT8 operands as FP16, warmed 2 s together, then timed in turns with "
+            "gpudl.bench.time_cuda (budget 1 s), three rounds: ")
 
 PROBE = ("`scripts/int8_probe.py --flush --sizes 2048` on the H200 (2026-11-28, the fourth session of the day), "
          "before the lean path: ")
@@ -272,6 +284,14 @@ FIGURES = [
                "package's kernel 1.302x in the same rounds)"),
     Figure("1.12x at\n2048^3 and 1.42x at 8192^3 at best", 1.42, None,
            why=PINGPONG + "the best at 8192^3, the same variant (1.420x; the package 1.637x, pipe 128x256x64 1.697x)"),
+    Figure("same FP16 product slower on the same GPUs (677 and 651 TFLOP/s)", 677, lambda ns: _ladder_fp16("H100-SXM"),
+           atol=0.5, rtol=0),
+    Figure("same FP16 product slower on the same GPUs (677 and 651 TFLOP/s)", 651, lambda ns: _ladder_fp16("H200"),
+           atol=0.5, rtol=0),
+    Figure("randn operands gave 641 to 661 TFLOP/s", 641, None, why=OPERANDS + "randn 660.7, 641.0, 641.3"),
+    Figure("randn operands gave 641 to 661 TFLOP/s", 661, None, why=OPERANDS + "as above (660.7)"),
+    Figure("integer-valued ones 694 to 716", 694, None, why=OPERANDS + "integer-valued 694.0, 709.1, 716.4"),
+    Figure("integer-valued ones 694 to 716", 716, None, why=OPERANDS + "as above (716.4)"),
     # the fused chain measured on an H100 (the same record)
     Figure("the eager chain took 0.403 ms", 0.403, lambda ns: _fusion("eager torch (3 kernels)", "median ms"),
            atol=5e-4, rtol=0),
