@@ -4,7 +4,7 @@ import inspect
 from gpudl import bench, hardware
 from gpudl_instructor.references.lab02 import gemm_flops, gemm_waves
 
-from figures import Figure
+from figures import Figure, rung
 
 T = 1e12
 MEASURED = "measured on an H200 (November 2026); a CPU run cannot reproduce it (`gpudl bench matmul` on a GPU does)"
@@ -12,10 +12,7 @@ MEASURED = "measured on an H200 (November 2026); a CPU run cannot reproduce it (
 def _fp32_recorded(ns) -> float:
     """The H200's FP32 rung at 8192^3 that `gpudl bench precision --record` kept (course/data), TFLOP/s;
     NaN unless the number cell 7 types in (h200_fp32_measured) rounds to the same."""
-    from gpudl import benchmarks
-
-    rows = benchmarks.recorded_table("precision", "H200", keep=lambda r: r["part"] == "ladder").rows
-    rec = next(r["tflops"] for r in rows if r["case"] == "fp32" and r["n"] == 8192)
+    rec = rung("fp32", gpu="H200")
     return rec if round(rec) == round(ns["h200_fp32_measured"] / 1e12) else float("nan")
 
 

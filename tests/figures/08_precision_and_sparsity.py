@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from figures import Figure
+from figures import Figure, recorded, rung as _rung
 from gpudl import formats as F
 from gpudl import hardware, mixed_precision as mp, sparsity
 from gpudl.formats import BF16, FP8_E4M3, FP8_E5M2, FP16, FP32, FP64, FP128, TF32
@@ -13,35 +13,25 @@ _DERIVED = {row["name"]: row for row in F.precision_table()}
 _NOT_FLOAT = "beyond float64's range: formats.precision_table() derives it as a string, tests/test_formats.py checks it"
 
 
-def _recorded(part: str, gpu: str = "H100-SXM") -> list[dict]:
-    """The rows of ``part`` that `gpudl bench precision --record` kept for ``gpu`` (course/data)."""
-    from gpudl import benchmarks
-
-    return benchmarks.recorded_table("precision", gpu, keep=lambda r: r["part"] == part).rows
-
-
-def _rung(case: str, key: str = "tflops", gpu: str = "H100-SXM") -> float:
-    return next(r[key] for r in _recorded("ladder", gpu) if r["case"] == case and r["n"] == 8192)
-
-
 def _sparse(n: int, key: str, gpu: str = "H100-SXM") -> float:
-    return next(r[key] for r in _recorded("2:4 vs dense", gpu) if r["n"] == n)
+    return next(r[key] for r in recorded("precision", "2:4 vs dense", gpu) if r["n"] == n)
 
 
 def _tf32_ulp(rounding: str, gpu: str = "H100-SXM") -> float:
-    return next(r["median_ulp"] for r in _recorded("TF32 in ULPs", gpu)
+    return next(r["median_ulp"] for r in recorded("precision", "TF32 in ULPs", gpu)
                 if r["n"] == 1024 and r["case"] == f"uniform: cuBLAS TF32 vs emulation ({rounding})")
 
 
 def _crossover(gpu: str) -> tuple[int, int]:
     """The largest size at which 2:4 lost to dense on ``gpu`` and the smallest at which it won."""
-    rows = _recorded("2:4 vs dense", gpu)
+    rows = recorded("precision", "2:4 vs dense", gpu)
     return max(r["n"] for r in rows if r["speedup"] < 1), min(r["n"] for r in rows if r["speedup"] > 1)
 
 
 def _same_tf32_rows(gpu: str, other: str = "H100-SXM") -> float:
     """1 when every TF32-in-ULPs row of ``gpu`` equals ``other``'s, else NaN (the figure then fails)."""
-    return 1 if _recorded("TF32 in ULPs", gpu) == _recorded("TF32 in ULPs", other) else float("nan")
+    same = recorded("precision", "TF32 in ULPs", gpu) == recorded("precision", "TF32 in ULPs", other)
+    return 1 if same else float("nan")
 
 
 def _derived(name: str, column: str) -> float:
@@ -191,7 +181,7 @@ FIGURES = [
     Figure("against 84 for ties away from zero", 84, lambda ns: _tf32_ulp("rna"), atol=0.5, rtol=0),
     Figure("and 9,862 for\ntruncation", 9862, lambda ns: _tf32_ulp("rtz"), atol=0.5, rtol=0),
     # the H200's entry of the same record
-    Figure("which an\n8192^3 matmul hardly tests", 8192, lambda ns: max(r["n"] for r in _recorded("ladder", "H200"))),
+    Figure("which an\n8192^3 matmul hardly tests", 8192, lambda ns: max(r["n"] for r in recorded("precision", "ladder", "H200"))),
     Figure("FP32 at 51.3 TFLOP/s (77%)", 51.3, lambda ns: _rung("fp32", gpu="H200"), atol=0.05, rtol=0),
     Figure("FP32 at 51.3 TFLOP/s (77%)", 77, lambda ns: 100 * _rung("fp32", "fraction", "H200"), atol=0.5, rtol=0),
     Figure("TF32 at 353 (71%)", 353, lambda ns: _rung("tf32", gpu="H200"), atol=0.5, rtol=0),

@@ -1,7 +1,7 @@
 """The figures course/09_profiling_and_inference.ipynb quotes, and where each comes from."""
 from __future__ import annotations
 
-from figures import Figure
+from figures import Figure, rung
 
 from gpudl import conv, hardware, profiling
 from gpudl_instructor.references.lab01 import batch_latency
@@ -20,14 +20,6 @@ def _int8(n: int, what: str, key: str, gpu: str = "H100-SXM") -> float:
              "col": "torch._int_mm, B column-major", "triton": "Triton INT8 (int8_matmul_triton)",
              "layer": inference.LAYER_ROW}
     return next(r[key] for r in rows if r["n"] == n and r["what"] == names[what])
-
-
-def _ladder_fp16(gpu: str) -> float:
-    """Lecture 08's FP16 rung at 8192^3 (`gpudl bench precision --record`, randn operands), TFLOP/s."""
-    from gpudl import benchmarks
-
-    rows = benchmarks.recorded_table("precision", gpu, keep=lambda r: r["part"] == "ladder").rows
-    return next(r["tflops"] for r in rows if r["case"] == "fp16" and r["n"] == 8192)
 
 
 def _fastest(n: int, gpu: str = "H100-SXM") -> float:
@@ -284,9 +276,9 @@ FIGURES = [
                "package's kernel 1.302x in the same rounds)"),
     Figure("1.12x at\n2048^3 and 1.42x at 8192^3 at best", 1.42, None,
            why=PINGPONG + "the best at 8192^3, the same variant (1.420x; the package 1.637x, pipe 128x256x64 1.697x)"),
-    Figure("same FP16 product slower on the same GPUs (677 and 651 TFLOP/s)", 677, lambda ns: _ladder_fp16("H100-SXM"),
+    Figure("same FP16 product slower on the same GPUs (677 and 651 TFLOP/s)", 677, lambda ns: rung("fp16"),
            atol=0.5, rtol=0),
-    Figure("same FP16 product slower on the same GPUs (677 and 651 TFLOP/s)", 651, lambda ns: _ladder_fp16("H200"),
+    Figure("same FP16 product slower on the same GPUs (677 and 651 TFLOP/s)", 651, lambda ns: rung("fp16", gpu="H200"),
            atol=0.5, rtol=0),
     Figure("randn operands gave 641 to 661 TFLOP/s", 641, None, why=OPERANDS + "randn 660.7, 641.0, 641.3"),
     Figure("randn operands gave 641 to 661 TFLOP/s", 661, None, why=OPERANDS + "as above (660.7)"),

@@ -23,3 +23,15 @@ class Figure:
     rtol: float = 1e-3
     atol: float = 0.0
     why: str = ""                                # for compute=None: why no cell computes it
+
+
+def recorded(bench: str, part: str, gpu: str = "H100-SXM") -> list[dict]:
+    """The rows of ``part`` that `gpudl bench BENCH --record` kept for ``gpu`` (course/data)."""
+    from gpudl import benchmarks
+
+    return benchmarks.recorded_table(bench, gpu, keep=lambda r: r["part"] == part).rows
+
+
+def rung(case: str, key: str = "tflops", gpu: str = "H100-SXM", n: int = 8192) -> float:
+    """A rung of lecture 08's precision ladder (`gpudl bench precision --record`) at n^3."""
+    return next(r[key] for r in recorded("precision", "ladder", gpu) if r["case"] == case and r["n"] == n)
