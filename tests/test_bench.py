@@ -89,6 +89,14 @@ def test_check_plausible_names_the_missing_synchronisation():
         bench.check_plausible(13_500e12, 67e12, what="the seed's 6000^3 FP32 on an H200")
 
 
+@pytest.mark.skipif(CUDA, reason="the refusal is a machine without a GPU's")
+def test_host_time_refuses_a_machine_without_a_gpu():
+    from gpudl.timing import host_time
+
+    with pytest.raises(RuntimeError, match="no GPU"):
+        host_time(lambda: None)
+
+
 def test_table_renders_its_rows_and_notes():
     t = bench.Table("t", rows=[{"a": 1, "b": 0.5}, {"a": 2, "c": None}], notes=["a note"])
     assert t.columns() == ["a", "b", "c"]
@@ -479,6 +487,17 @@ def test_time_cuda_and_matmul_tflops_on_the_gpu(tf32_off):
     r = ref.matmul_tflops(2048, dtype="fp32", device="cuda")
     assert r.device == "cuda" and r.peak_flops is not None and 0 < r.fraction_of_peak <= 1.05
     assert r.measurement.method == "cuda events + L2 flush"
+
+
+@needs_cuda
+def test_host_time_is_the_launch_not_the_work():
+    """A 4096^3 FP32 product takes milliseconds on the GPU; its call returns in microseconds."""
+    from gpudl.timing import host_time
+
+    a = torch.randn(4096, 4096, device="cuda")
+    work = bench.time_cuda(lambda: a @ a).median
+    seconds = host_time(lambda: a @ a)
+    assert seconds is not None and 0 < seconds < work / 10
 
 
 @needs_cuda

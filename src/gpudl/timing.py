@@ -14,6 +14,8 @@ GPU work is asynchronous: a call returns as soon as the kernel is *queued*. Timi
   ``gpudl.bench.SimulatedGPU``);
 - ``cuda_graphed`` captures a call in a CUDA graph: timing its replay times the kernels without
   the Python that launches them (a small kernel can take less time than its launch);
+- ``host_time`` times the other side: the host's seconds per call while the GPU is busy (the
+  launches queue, nothing waits), what a kernel shorter than that leaves the GPU idle for;
 - ``check_plausible`` refuses a rate above the device's peak: that is a broken measurement,
   never a fast kernel.
 
@@ -26,7 +28,7 @@ their contract (keyword-only options, a ``Measurement``) is not the exercises' (
 ``warmup`` and ``repeats``, the median in seconds).
 
 Public names, in order: ``Measurement``, ``time_cpu``, ``time_cuda``, ``measure``, ``cuda_graphed``,
-``ImplausibleMeasurementError``, ``check_plausible``.
+``host_time``, ``ImplausibleMeasurementError``, ``check_plausible``.
 """
 from __future__ import annotations
 
@@ -271,6 +273,29 @@ def cuda_graphed(fn: Callable[[], Any]) -> Callable[[], None]:
     with torch.cuda.graph(graph):
         fn()
     return graph.replay
+
+
+def host_time(fn: Callable[[], Any], calls: int = 100) -> float | None:
+    """Seconds of host time per call of ``fn`` (one that only queues GPU work) while the GPU is
+    busy: ~0.2 s of GPU sleep goes in front, so the calls' launches queue and nothing waits for
+    the GPU. A kernel shorter than this leaves the GPU idle between calls. None where torch has
+    no ``cuda._sleep``; a machine without a GPU is refused."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("host_time measures the launch of GPU work, and this machine has no GPU")
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return None
+    fn()
+    torch.cuda.synchronize()
+    sleep(400_000_000)                     # ~0.2 s of GPU work in front of the calls
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - start) / calls
+    torch.cuda.synchronize()
+    return host
 
 
 def check_plausible(rate: float, peak: float, *, what: str, unit: str = "FLOP/s", slack: float = 1.05) -> None:

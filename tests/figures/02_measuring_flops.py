@@ -1,10 +1,11 @@
 """Figures quoted by course/02_measuring_flops.ipynb (the GEMM model's by lab 02's references)."""
 import inspect
+import statistics
 
 from gpudl import bench, hardware
 from gpudl_instructor.references.lab02 import gemm_flops, gemm_waves
 
-from figures import Figure, rung
+from figures import Figure, recorded, rung
 
 T = 1e12
 MEASURED = "measured on an H200 (November 2026); a CPU run cannot reproduce it (`gpudl bench matmul` on a GPU does)"
@@ -16,8 +17,23 @@ def _fp32_recorded(ns) -> float:
     return rec if round(rec) == round(ns["h200_fp32_measured"] / 1e12) else float("nan")
 
 
+def _matmul(dtype: str, key: str = "TFLOP/s", n: int = 8192) -> float:
+    """The H200's `gpudl bench matmul --record` row (course/data/bench_matmul.json) of torch.matmul."""
+    return next(r[key] for r in recorded("matmul", gpu="H200") if r["dtype"] == dtype and r["n"] == n)
+
+
+def _host_us(ns) -> list[float]:
+    """The record's host time per torch.matmul call, as section 7's cell prints it (NaN where they differ)."""
+    kept = [r["host us/call"] for r in recorded("matmul", gpu="H200")]
+    return kept if kept == ns["host_us"] else [float("nan")]
+
+
 FIGURES = [
     Figure("8192^3, where FP32 measured 51 TFLOP/s", 51, _fp32_recorded, atol=0.5, rtol=0),
+    # How soon a call returns: the matmul record's host time per call, every dtype and size
+    Figure("returns: after 14 to 22 microseconds", 14, lambda ns: min(_host_us(ns)), atol=0.5, rtol=0),
+    Figure("returns: after 14 to 22 microseconds", 22, lambda ns: max(_host_us(ns)), atol=0.5, rtol=0),
+    Figure("(t1 - t0: the launch, ~20 us)", 20, lambda ns: statistics.median(_host_us(ns)), rtol=0.15),
     # The lecture's code and its figures
     Figure("reports about **13,500 TFLOP/s** for a 6000^3 FP32 matmul", 13500, None, why=MEASURED),
     Figure("The H200's FP32 peak is 67 TFLOP/s", 67, lambda ns: hardware.peak_flops("H200", "fp32") / T, rtol=0.01),
@@ -57,8 +73,10 @@ FIGURES = [
            rtol=2e-3),
     Figure("against 19.5 TFLOP/s for FP32", 19.5, lambda ns: hardware.peak_flops("A100", "fp32") / T, rtol=2e-3),
     Figure("156 TFLOP/s on an A100", 156, lambda ns: hardware.peak_flops("A100", "tf32") / T, rtol=2e-3),
-    Figure("8192^3 at about 680-710 TFLOP/s", 680, None, why=MEASURED),
-    Figure("FP32 at about 51)", 51, lambda ns: ns["h200_fp32_measured"] / T),
+    Figure("BF16 8192^3 at 665 TFLOP/s, FP16 at 649, FP32 at 51", 665, lambda ns: _matmul("bf16"), atol=0.5, rtol=0),
+    Figure("BF16 8192^3 at 665 TFLOP/s, FP16 at 649, FP32 at 51", 649, lambda ns: _matmul("fp16"), atol=0.5, rtol=0),
+    Figure("BF16 8192^3 at 665 TFLOP/s, FP16 at 649, FP32 at 51", 51, lambda ns: _matmul("fp32"), atol=0.5, rtol=0),
+    Figure("FP16 at 649, FP32 at 51)", 51, lambda ns: ns["h200_fp32_measured"] / T),
     # Why small matrices are far from peak
     Figure("N = 1536 gives 144 tiles", 144, lambda ns: gemm_waves(1536, 1536, 132).tiles),
     Figure("a second with 12 tiles and 120 idle SMs", 12, lambda ns: gemm_waves(1536, 1536, 132).tiles - 132),

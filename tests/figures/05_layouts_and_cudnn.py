@@ -6,14 +6,33 @@ import numpy as np
 from gpudl.conv import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
 from gpudl_instructor.references import lab05 as ref
 
-from figures import Figure
+from figures import Figure, recorded
 
 
-MEASURED = ("measured with `gpudl bench conv` on an H200 (November 2026); a CPU run cannot reproduce it "
-            "(`gpudl bench conv` on a GPU does)")
+MEASURED_H100 = ("measured with `gpudl bench conv` on an H100 (November 2026), before the benchmark kept records; "
+                 "a CPU run cannot reproduce it (`gpudl bench conv --record` on an H100 does)")
+EARLIER_H200 = ("earlier `gpudl bench conv` runs on two other H200 machines (November 2026), recorded in "
+                "scripts/PERF_NOTES.md; the record's own run is checked beside it")
 # The lecture's problem, read as one 128-channel 128x128 image and 128 filters of 3x3 (FP32, pad 1).
 LECTURE_DESCS = (TensorDescriptor("fp32", (1, 128, 128, 128)), FilterDescriptor("fp32", "NCHW", 128, 128, 3, 3),
                  ConvolutionDescriptor(pad=1))
+
+
+TO_3DP = {"rtol": 0, "atol": 5e-4}         # a time the prose rounds to 3 (2) decimals
+TO_2DP = {"rtol": 0, "atol": 5e-3}
+
+
+def _conv(algorithm: str, key: str = "median ms") -> float:
+    """The H200's recorded `gpudl bench conv` row of ``algorithm`` (course/data/bench_conv.json)."""
+    import gpudl_instructor  # noqa: F401 - registers the instructor's benchmarks (conv among them)
+
+    return next(r[key] for r in recorded("conv", gpu="H200") if r["algorithm"] == algorithm)
+
+
+def _versus_cudnn(algorithm: str) -> float:
+    """Its recorded time over cuDNN's FP32 time in the same run; NaN unless the record's own column agrees."""
+    ratio = _conv(algorithm) / _conv("cuDNN FP32 (torch)")
+    return ratio if math.isclose(ratio, _conv(algorithm, "x cuDNN FP32 (torch)"), rel_tol=1e-6) else math.nan
 
 
 def _only(values):
@@ -65,30 +84,42 @@ FIGURES = [
     Figure("memory-hungry (FFT, 8 GB) is the slowest", 8, lambda ns: ns["lecture_table"]["FFT"][1] / 1e3, rtol=0.05),
     Figure("memory-hungry (FFT, 8 GB) is the slowest", 8, lambda ns: max(ns["lecture_table"].values())[1] / 1e3,
            rtol=0.05),
-    # 5. Find on the lecture's case: measured, and where it still differs from the table
-    # measured (MEASURED); the lecture's data cell records them, and must agree with its prose
-    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.175, lambda ns: ns["measured"]["H200"]["WINOGRAD"][0]),
-    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.315, lambda ns: ns["measured"]["H200"]["IMPLICIT_GEMM"][0]),
-    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 0.375, lambda ns: ns["measured"]["H200"]["GEMM"][0]),
-    Figure("on an H200 (0.175, 0.315, 0.375 and 5.28 ms)", 5.28, lambda ns: ns["measured"]["H200"]["FFT"][0]),
+    # 5. Find on the lecture's case: the H200's figures from its record (course/data/bench_conv.json, which cell 25
+    # reads; the record's own rows are checked here too), the H100's from an earlier run typed into cell 25
+    Figure("on an H200 (0.261, 0.315, 0.570 and 5.27 ms)", 0.261, lambda ns: _conv("WINOGRAD"), **TO_3DP),
+    Figure("on an H200 (0.261, 0.315, 0.570 and 5.27 ms)", 0.315, lambda ns: _conv("IMPLICIT_GEMM"), **TO_3DP),
+    Figure("on an H200 (0.261, 0.315, 0.570 and 5.27 ms)", 0.570, lambda ns: _conv("GEMM"), **TO_3DP),
+    Figure("on an H200 (0.261, 0.315, 0.570 and 5.27 ms)", 5.27, lambda ns: _conv("FFT"), **TO_2DP),
+    Figure("on an H200 (0.261, 0.315, 0.570 and 5.27 ms)", 0.261,
+           lambda ns: ns["measured"]["H200"]["WINOGRAD"][0], **TO_3DP),
+    Figure("on an H200 (0.261, 0.315, 0.570 and 5.27 ms)", 5.27,
+           lambda ns: ns["measured"]["H200"]["FFT"][0], **TO_2DP),
     Figure("on an H100 (0.196, 0.314, 0.419 and", 0.196, lambda ns: ns["measured"]["H100"]["WINOGRAD"][0]),
     Figure("on an H100 (0.196, 0.314, 0.419 and", 0.314, lambda ns: ns["measured"]["H100"]["IMPLICIT_GEMM"][0]),
     Figure("on an H100 (0.196, 0.314, 0.419 and", 0.419, lambda ns: ns["measured"]["H100"]["GEMM"][0]),
     Figure("0.419 and 5.95 ms", 5.95, lambda ns: ns["measured"]["H100"]["FFT"][0]),
-    Figure("WINOGRAD came second: 0.325 ms against IMPLICIT_GEMM's 0.314", 0.325, None, why=MEASURED),
-    Figure("it takes 2.4x cuDNN's FP32 time on both GPUs", 2.4, None, why=MEASURED),
+    Figure("WINOGRAD came second: 0.325 ms against IMPLICIT_GEMM's 0.314", 0.325, None, why=MEASURED_H100),
+    Figure("WINOGRAD read 0.127 ms and 0.175 ms", 0.127, None, why=EARLIER_H200),
+    Figure("WINOGRAD read 0.127 ms and 0.175 ms", 0.175, None, why=EARLIER_H200),
+    Figure("where the record's host took 0.261", 0.261, lambda ns: _conv("WINOGRAD"), **TO_3DP),
+    Figure("IMPLICIT_GEMM read 0.315 ms on both", 0.315, lambda ns: _conv("IMPLICIT_GEMM"), **TO_3DP),
+    Figure("IMPLICIT_GEMM read 0.315 ms on both", 0.315, None, why=EARLIER_H200),
+    Figure("it takes 2.4x cuDNN's FP32 time on both GPUs", 2.4, lambda ns: _versus_cudnn("IMPLICIT_GEMM"), rtol=0.02),
+    Figure("it takes 2.4x cuDNN's FP32 time on both GPUs", 2.4, None, why=MEASURED_H100),
     Figure("four passes through a workspace of 65 MiB", 65,
            lambda ns: ref.workspace_size("WINOGRAD", *LECTURE_DESCS) / 2**20, rtol=0.01),
     Figure("four passes through a workspace of 65 MiB", 65, lambda ns: ns["measured"]["H200"]["WINOGRAD"][1], rtol=0.01),
     Figure("which keeps the tiles on chip in 1.56 MB", 1.56, lambda ns: ns["lecture_table"]["WINOGRAD"][1]),
     Figure("(WINOGRAD_NONFUSED) took about 10x as long", 10,
            lambda ns: ns["lecture_table"]["WINOGRAD_NONFUSED"][0] / ns["lecture_table"]["WINOGRAD"][0], rtol=0.06),
-    Figure("it runs in 1.35x the time of cuDNN's best FP32 kernel", 1.35, None, why=MEASURED),
-    Figure("H200 machine read 0.127 ms, 0.97x cuDNN", 0.127, None,
-           why="an earlier `gpudl bench conv` on another H200 (2026-11-22), recorded in scripts/PERF_NOTES.md"),
-    Figure("H200 machine read 0.127 ms, 0.97x cuDNN", 0.97, None,
-           why="an earlier `gpudl bench conv` on another H200 (2026-11-22), recorded in scripts/PERF_NOTES.md"),
-    Figure("FFT is last by about 14x (against GEMM) here", 14, None, why=MEASURED),
+    Figure("in the record it takes 2.0x the time of cuDNN's best FP32 kernel", 2.0,
+           lambda ns: _versus_cudnn("WINOGRAD"), rtol=0.01),
+    Figure("in the record it takes 2.0x the time of cuDNN's best FP32 kernel", 2.0,
+           lambda ns: ns["measured"]["H200"]["WINOGRAD"][0] / ns["cudnn_fp32_ms"], rtol=0.01),
+    Figure("fastest host it read 0.127 ms, 0.97x cuDNN", 0.127, None, why=EARLIER_H200),
+    Figure("fastest host it read 0.127 ms, 0.97x cuDNN", 0.97, None, why=EARLIER_H200),
+    Figure("FFT is last by about 9x (against GEMM) in the record", 9, lambda ns: _conv("FFT") / _conv("GEMM"),
+           rtol=0.05),
     Figure("against 60x in the table", 60,
            lambda ns: ns["lecture_table"]["FFT"][0] / ns["lecture_table"]["GEMM"][0], rtol=0.01),
     Figure("its spectra take 1089 MiB", 1089, lambda ns: ref.workspace_size("FFT", *LECTURE_DESCS) / 2**20, rtol=0.001),

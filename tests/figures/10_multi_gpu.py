@@ -20,6 +20,10 @@ FIGURES = [
     Figure("232 P100-hours", 232, lambda ns: ns["he"]["proc_hours"]),
     Figure("135 V100-hours", 135, lambda ns: ns["mikami"]["proc_hours"], rtol=5e-3),
     Figure("about 0.58 ms", 0.58, lambda ns: ns["dgx_ms"], rtol=0.01),
+    Figure("In that time an A100 does 0.18 TFLOP", 0.18, lambda ns: ns["flop_in_all_reduce"] / 1e12, rtol=0.03),
+    Figure("its FP16 tensor-core peak of 312 TFLOP/s", 312, lambda ns: ns["a100_fp16"] / 1e12, rtol=2e-3),
+    Figure("the FP32 gradients of 25 M parameters", 25, lambda ns: ns["parameters"] / 1e6),
+    Figure("about 1,200 tokens per GPU", 1200, lambda ns: ns["tokens_in_all_reduce"], rtol=0.02),
     Figure("27,648 GPUs", 27_648, lambda ns: ns["summit_gpus"], rtol=0),
     Figure("4,608 nodes with 6 V100 GPUs", 4608, None, why="the lecture's figure for Summit, an input of the cell "
            "that computes 27,648"),

@@ -25,11 +25,12 @@ class Figure:
     why: str = ""                                # for compute=None: why no cell computes it
 
 
-def recorded(bench: str, part: str, gpu: str = "H100-SXM") -> list[dict]:
-    """The rows of ``part`` that `gpudl bench BENCH --record` kept for ``gpu`` (course/data)."""
+def recorded(bench: str, part: str | None = None, gpu: str = "H100-SXM") -> list[dict]:
+    """The rows (of ``part``, where the benchmark's rows have parts) that `gpudl bench BENCH --record`
+    kept for ``gpu`` (course/data)."""
     from gpudl import benchmarks
 
-    return benchmarks.recorded_table(bench, gpu, keep=lambda r: r["part"] == part).rows
+    return benchmarks.recorded_table(bench, gpu, keep=lambda r: part is None or r["part"] == part).rows
 
 
 def rung(case: str, key: str = "tflops", gpu: str = "H100-SXM", n: int = 8192) -> float:

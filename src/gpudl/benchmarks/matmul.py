@@ -2,7 +2,7 @@
 
 On a GPU: torch.matmul at 4096^3 and 8192^3 (``--quick``: 1024^3 and 2048^3) in FP32, TF32,
 FP16 and BF16, the three timers taking turns round after round so that clock drift reaches
-them alike. On a CPU: numpy.matmul and torch.matmul against torch's Timer (do_bench needs a
+them alike, and the host's time per call (``host_time``: how soon ``torch.matmul`` returns). On a CPU: numpy.matmul and torch.matmul against torch's Timer (do_bench needs a
 GPU). The timers are ``gpudl.timing``'s, the TF32 switch ``gpudl.bench``'s; a matmul of n x n
 matrices is 2 n^3 FLOPs.
 """
@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from ..bench import allow_tf32, torch_dtype
 from ..table import Table
-from ..timing import Measurement, check_plausible, time_cpu, time_cuda
+from ..timing import Measurement, check_plausible, host_time, time_cpu, time_cuda
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -127,6 +127,9 @@ def run(args: argparse.Namespace) -> Table:
                 r["do_bench/do_bench"] = statistics.median(dbs2) / db
                 r["gpudl spread %"] = spread([m.median for m in rounds_ours])
                 r["do_bench spread %"] = spread(dbs)
+                with allow_tf32(dt == "tf32"):
+                    seconds = host_time(fn)
+                r["host us/call"] = None if seconds is None else seconds * 1e6
                 table.rows.append(r)
                 del a, b
         table.notes.append(f"{spec.name if spec else 'unknown GPU'}: peaks from gpudl.hardware (dense). gpudl: CUDA "
@@ -138,7 +141,9 @@ def run(args: argparse.Namespace) -> Table:
                            "gpudl/do_bench (timed within a second or two of each other); 'within 2%' judges it. "
                            "'do_bench/do_bench' times do_bench a second time each round against the first: the "
                            "disagreement of a timer with itself. 'spread %' is (max - min) / median of a timer's "
-                           "per-round medians.")
+                           "per-round medians. 'host us/call': the host's time per torch.matmul call while the GPU is busy "
+                           "(launches queued, nothing waits; gpudl.timing.host_time): what the call costs the "
+                           "program before it returns.")
     else:
         for n in sizes:
             g = np.random.default_rng(0)

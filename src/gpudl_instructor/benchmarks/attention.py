@@ -19,7 +19,7 @@ import numpy as np
 from gpudl import hardware
 from gpudl.attention import attention_workspace_bytes, naive_attention_torch, peak_traced_bytes
 from gpudl.table import Table
-from gpudl.timing import check_plausible, time_cpu, time_cuda
+from gpudl.timing import check_plausible, host_time, time_cpu, time_cuda
 
 from ..references import lab07
 from ..references.lab07 import (attention_flops, flash_attention, flash_attention_triton,
@@ -98,27 +98,6 @@ def _bench_memory(args: argparse.Namespace) -> Table:
     return table
 
 
-def _host_us(fn, calls: int = 100) -> float | None:
-    """Microseconds of host time per call of ``fn`` while the GPU is busy (its launches queue and
-    nothing waits): what a kernel shorter than this leaves the GPU idle for, call after call."""
-    import time
-
-    import torch
-
-    sleep = getattr(torch.cuda, "_sleep", None)
-    if sleep is None:
-        return None
-    fn()
-    torch.cuda.synchronize()
-    sleep(400_000_000)                     # ~0.2 s of GPU work in front of the calls
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    host = (time.perf_counter() - start) / calls
-    torch.cuda.synchronize()
-    return host * 1e6
-
-
 def _bench_gpu(args: argparse.Namespace) -> Table:
     """The GPU half: TFLOP/s of SDPA, the tuned and plain Triton kernels and naive attention."""
     import torch
@@ -156,7 +135,8 @@ def _bench_gpu(args: argparse.Namespace) -> Table:
                 fn()                                                   # compile and autotune outside the figures
                 torch.cuda.synchronize()
                 if n == args.lengths[0] and causal == modes[0]:
-                    host[name] = _host_us(fn)
+                    seconds = host_time(fn)
+                    host[name] = None if seconds is None else seconds * 1e6
                 torch.cuda.reset_peak_memory_stats()
                 base = torch.cuda.memory_allocated()
                 out = fn()
@@ -184,7 +164,8 @@ def _bench_gpu(args: argparse.Namespace) -> Table:
                 table.rows.append({"L": n, "causal": causal, "method": name, "config": config, "ms": best[name] * 1e3,
                                    "TFLOP/s": rate / 1e12, "vs SDPA": vs,
                                    "% of peak": 100 * rate / peak if peak else None,
-                                   "extra GiB": extra / 2**30, "max |err| vs SDPA": err})
+                                   "extra GiB": extra / 2**30, "max |err| vs SDPA": err,
+                                   "host us/call": host.get(name) if (n, causal) == (args.lengths[0], modes[0]) else None})
             del q, k, v, ref, run
             torch.cuda.empty_cache()
     table.notes.append("FLOPs: 4 * batch * heads * L^2 * d (the two products; causal counts visible pairs only). "
