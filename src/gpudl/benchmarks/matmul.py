@@ -2,9 +2,9 @@
 
 On a GPU: torch.matmul at 4096^3 and 8192^3 (``--quick``: 1024^3 and 2048^3) in FP32, TF32,
 FP16 and BF16, the three timers taking turns round after round so that clock drift reaches
-them alike, and the host's time per call (``host_time``: how soon ``torch.matmul`` returns). On a CPU: numpy.matmul and torch.matmul against torch's Timer (do_bench needs a
-GPU). The timers are ``gpudl.timing``'s, the TF32 switch ``gpudl.bench``'s; a matmul of n x n
-matrices is 2 n^3 FLOPs.
+them alike, and the host's time per call (``host_time``: how soon ``torch.matmul`` returns). On
+a CPU: numpy.matmul and torch.matmul against torch's Timer (do_bench needs a GPU). The timers are
+``gpudl.timing``'s, the TF32 switch ``gpudl.bench``'s; a matmul of n x n matrices is 2 n^3 FLOPs.
 """
 from __future__ import annotations
 
@@ -141,9 +141,9 @@ def run(args: argparse.Namespace) -> Table:
                            "gpudl/do_bench (timed within a second or two of each other); 'within 2%' judges it. "
                            "'do_bench/do_bench' times do_bench a second time each round against the first: the "
                            "disagreement of a timer with itself. 'spread %' is (max - min) / median of a timer's "
-                           "per-round medians. 'host us/call': the host's time per torch.matmul call while the GPU is busy "
-                           "(launches queued, nothing waits; gpudl.timing.host_time): what the call costs the "
-                           "program before it returns.")
+                           "per-round medians. 'host us/call': the host's time per torch.matmul call while the "
+                           "GPU is busy (launches queued, nothing waits; gpudl.timing.host_time): what the call "
+                           "costs the program before it returns.")
     else:
         for n in sizes:
             g = np.random.default_rng(0)

@@ -165,7 +165,8 @@ def _bench_gpu(args: argparse.Namespace) -> Table:
                                    "TFLOP/s": rate / 1e12, "vs SDPA": vs,
                                    "% of peak": 100 * rate / peak if peak else None,
                                    "extra GiB": extra / 2**30, "max |err| vs SDPA": err,
-                                   "host us/call": host.get(name) if (n, causal) == (args.lengths[0], modes[0]) else None})
+                                   "host us/call": host.get(name) if (n, causal) == (args.lengths[0], modes[0])
+                                   else None})
             del q, k, v, ref, run
             torch.cuda.empty_cache()
     table.notes.append("FLOPs: 4 * batch * heads * L^2 * d (the two products; causal counts visible pairs only). "
