@@ -20,7 +20,7 @@ import pytest
 
 from test_browser import ARTIFACTS, CHROMIUM_ARGS, KERNEL_READY, LAB, _cells, chromium, served  # noqa: F401 - fixtures
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hunt")]   # its hand-out reuses the hunt's cache
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]   # one JupyterLab server for the module
 
 LECTURE = "course/01_performance_basics.ipynb"
 ANSWERED = "peak_flops_from_units"          # the one exercise answered before Validate
