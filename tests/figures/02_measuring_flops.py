@@ -5,7 +5,7 @@ import statistics
 from gpudl import bench, hardware
 from gpudl_instructor.references.lab02 import gemm_flops, gemm_waves
 
-from figures import Figure, recorded, rung
+from figures import Figure, recorded, rung, value
 
 T = 1e12
 MEASURED = "measured on an H200 (November 2026); a CPU run cannot reproduce it (`gpudl bench matmul` on a GPU does)"
@@ -19,7 +19,7 @@ def _fp32_recorded(ns) -> float:
 
 def _matmul(dtype: str, key: str = "TFLOP/s", n: int = 8192) -> float:
     """The H200's `gpudl bench matmul --record` row (course/data/bench_matmul.json) of torch.matmul."""
-    return next(r[key] for r in recorded("matmul", gpu="H200") if r["dtype"] == dtype and r["n"] == n)
+    return value("matmul", key, "H200", dtype=dtype, n=n)
 
 
 def _host_us(ns) -> list[float]:

@@ -6,7 +6,7 @@ import numpy as np
 from gpudl.conv import ConvolutionDescriptor, FilterDescriptor, TensorDescriptor
 from gpudl_instructor.references import lab05 as ref
 
-from figures import Figure, recorded
+from figures import Figure, value
 
 
 MEASURED_H100 = ("measured with `gpudl bench conv` on an H100 (November 2026), before the benchmark kept records; "
@@ -24,9 +24,7 @@ TO_2DP = {"rtol": 0, "atol": 5e-3}
 
 def _conv(algorithm: str, key: str = "median ms") -> float:
     """The H200's recorded `gpudl bench conv` row of ``algorithm`` (course/data/bench_conv.json)."""
-    import gpudl_instructor  # noqa: F401 - registers the instructor's benchmarks (conv among them)
-
-    return next(r[key] for r in recorded("conv", gpu="H200") if r["algorithm"] == algorithm)
+    return value("conv", key, "H200", algorithm=algorithm)
 
 
 def _versus_cudnn(algorithm: str) -> float:

@@ -1,15 +1,14 @@
 """Figures quoted by course/07_attention.ipynb."""
 from gpudl import attention
 
-from figures import Figure, recorded
+from figures import Figure, value
 
 D = 1024
 
 
 def _attention(method: str, length: int, key: str = "TFLOP/s") -> float:
     """The H200's recorded `gpudl bench attention` row (not causal) of ``method`` at ``length``."""
-    return next(r[key] for r in recorded("attention", gpu="H200")
-                if not r["causal"] and r["method"] == method and r["L"] == length)
+    return value("attention", key, "H200", causal=False, method=method, L=length)
 
 
 def _n_where_projections_equal_attention_over_d(ns):

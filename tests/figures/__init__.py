@@ -33,6 +33,11 @@ def recorded(bench: str, part: str | None = None, gpu: str = "H100-SXM") -> list
     return benchmarks.recorded_table(bench, gpu, keep=lambda r: part is None or r["part"] == part).rows
 
 
+def value(bench: str, key: str, gpu: str = "H100-SXM", **match: Any) -> Any:
+    """Column ``key`` of the one recorded row of ``bench`` (for ``gpu``) whose columns equal ``match``."""
+    return next(r[key] for r in recorded(bench, gpu=gpu) if all(r.get(k) == v for k, v in match.items()))
+
+
 def rung(case: str, key: str = "tflops", gpu: str = "H100-SXM", n: int = 8192) -> float:
     """A rung of lecture 08's precision ladder (`gpudl bench precision --record`) at n^3."""
-    return next(r[key] for r in recorded("precision", "ladder", gpu) if r["case"] == case and r["n"] == n)
+    return value("precision", key, gpu, part="ladder", case=case, n=n)
