@@ -139,7 +139,7 @@ def test_it_refuses_while_the_hunt_finds_an_answer(tmp_path, monkeypatch):
     from gpudl_instructor import hunt
 
     found = hunt.Finding("lab06_lstm_bptt", "test_sgd_step", "callable", "gpudl.lstm.sgd_step")
-    monkeypatch.setattr(hunt, "hunt", lambda labs, root: [found] if "lab06_lstm_bptt" in labs else [])
+    monkeypatch.setattr(hunt, "hunt", lambda labs, root, **how: [found] if "lab06_lstm_bptt" in labs else [])
     monkeypatch.setattr(hunt, "PENDING", {})
     with pytest.raises(RuntimeError, match="(?s)refusing to hand out answers.*gpudl.lstm.sgd_step passes the hidden check"):
         handout.handout(tmp_path / "out", ROOT)

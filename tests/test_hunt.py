@@ -2,6 +2,7 @@
 would notice if it did (a planted answer, a pasted solution)."""
 from __future__ import annotations
 
+import json
 import shutil
 
 import nbformat
@@ -42,3 +43,85 @@ def test_the_text_hunt_finds_a_solution_pasted_into_the_course_edition(tmp_path)
     (tmp_path / "src" / "gpudl" / "helpers.py").write_text("# a helper\n" + cell.source.replace("### BEGIN SOLUTION", ""))
     findings = hunt.text_hunt(lab, tmp_path)
     assert [(f.exercise, f.where) for f in findings] == [("lstm_cell_backward", "src/gpudl/helpers.py")], findings
+
+
+def _fake_course(tmp_path, labs):
+    (tmp_path / "nbgrader_config.py").write_text("")
+    for lab in labs:
+        for folder in ("solutions", "labs"):
+            (tmp_path / folder / lab).mkdir(parents=True)
+            (tmp_path / folder / lab / f"{lab}.ipynb").write_text(f"{{}} {folder} {lab}")
+    return tmp_path
+
+
+def test_labs_hunt_side_by_side_the_longest_first_and_report_in_lab_order(tmp_path, monkeypatch):
+    """Two at a time: the labs whose last hunt took longest start first (without a record, the later
+    labs); the findings come back in the labs' order whatever order the hunts end in, the cache keeps
+    each lab's time, and a lab unchanged since its last hunt is not hunted again."""
+    import threading
+    import time
+
+    labs = ["lab01_a", "lab02_b", "lab03_c", "lab04_d"]
+    root = _fake_course(tmp_path, labs)
+    took = {"lab01_a": 0.3, "lab02_b": 0.05, "lab03_c": 0.2, "lab04_d": 0.1}
+    started, running, most = [], [0], [0]
+    lock = threading.Lock()
+
+    def fake(lab, where):
+        assert where == root
+        with lock:
+            started.append(lab)
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(took[lab])
+        with lock:
+            running[0] -= 1
+        return [hunt.Finding(lab, "test_x", "callable", f"gpudl.{lab}")] if lab != "lab02_b" else []
+
+    monkeypatch.setattr(hunt, "_hunt_in_process", fake)
+    lines = []
+    found = hunt.hunt(None, root, jobs=2, progress=lines.append)
+    assert [f.lab for f in found] == ["lab01_a", "lab03_c", "lab04_d"]
+    assert started == ["lab04_d", "lab03_c", "lab02_b", "lab01_a"] and most[0] == 2
+    assert lines[0] == "hunt: 4 lab(s) to hunt in, 2 at a time"
+    assert sorted(line.split(":")[1].strip() for line in lines[1:]) == labs
+    assert any(line.startswith("hunt: lab02_b: no answer (") for line in lines)
+
+    # lab03 changes: it alone is hunted again; then, with every time on record, the longest starts first
+    (root / "solutions" / "lab03_c" / "lab03_c.ipynb").write_text("{} changed")
+    started.clear()
+    assert [f.lab for f in hunt.hunt(None, root, jobs=2)] == ["lab01_a", "lab03_c", "lab04_d"]
+    assert started == ["lab03_c"]
+    stores = {lab: root / ".gpudl-hunt" / f"{lab}.json" for lab in labs}
+    assert all(json.loads(stores[lab].read_text())["seconds"] >= round(took[lab], 1) for lab in labs)
+    for lab, seconds in {"lab01_a": 30, "lab02_b": 900, "lab03_c": 5, "lab04_d": 60}.items():
+        kept = json.loads(stores[lab].read_text())
+        stores[lab].write_text(json.dumps({**kept, "key": "sources since changed", "seconds": seconds}))
+    started.clear()
+    hunt.hunt(None, root, jobs=1)
+    assert started == ["lab02_b", "lab04_d", "lab01_a", "lab03_c"]
+
+
+def test_the_hunt_refuses_an_unknown_lab_and_no_worker(tmp_path):
+    root = _fake_course(tmp_path, ["lab01_a"])
+    with pytest.raises(ValueError, match="no lab 'lab07'.*lab01_a"):
+        hunt.hunt(["lab07"], root)
+    with pytest.raises(ValueError, match="jobs must be at least 1"):
+        hunt.hunt(None, root, jobs=0)
+
+
+def test_a_failing_lab_hunt_stops_the_hunt_with_its_reason(tmp_path, monkeypatch):
+    root = _fake_course(tmp_path, ["lab01_a", "lab02_b", "lab03_c"])
+    started = []
+
+    def fake(lab, where):
+        started.append(lab)
+        if lab == "lab03_c":
+            raise RuntimeError("the hunt in lab03_c failed (exit status -9)")
+        return []
+
+    monkeypatch.setattr(hunt, "_hunt_in_process", fake)
+    with pytest.raises(RuntimeError, match="lab03_c failed"):
+        hunt.hunt(None, root, jobs=1)
+    assert started == ["lab03_c"]              # the later labs were never started
+    assert not (root / ".gpudl-hunt" / "lab03_c.json").exists()

@@ -117,7 +117,8 @@ def handout(args: argparse.Namespace) -> int:
 
 def hunt(args: argparse.Namespace) -> int:
     from .hunt import hunt as do_hunt, report
-    findings = do_hunt(args.labs or None, root=Path(args.root) if args.root else None)
+    findings = do_hunt(args.labs or None, root=Path(args.root) if args.root else None, jobs=args.jobs,
+                       progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(report(findings))
     return 1 if findings else 0
 
@@ -248,6 +249,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("hunt", help="look for graded answers in the course edition (gpudl handout runs it)")
     p.add_argument("labs", nargs="*", help="labs to hunt in (default: all)")
     p.add_argument("--root", help="the course repository (default: the one around the current folder)")
+    p.add_argument("--jobs", type=int, help="labs hunted at once (default: one per CPU)")
     p.set_defaults(fn=hunt)
 
     p = sub.add_parser("report", help="the class report of grading outputs (report.html, report.csv)")

@@ -91,7 +91,7 @@ def _hunt(root: Path, released: list[str]) -> None:
     from .course import lab_names
 
     labs = [lab for lab in lab_names(root) if lab not in released and lab not in hunt.PENDING]
-    refused = hunt.hunt(labs, root) if labs else []
+    refused = hunt.hunt(labs, root, progress=lambda line: print(line, file=sys.stderr, flush=True)) if labs else []
     if refused:
         raise RuntimeError("refusing to hand out answers: the course edition holds what scores on the hidden "
                            "checks (move it to gpudl_instructor)\n  " + "\n  ".join(f.line() for f in refused))

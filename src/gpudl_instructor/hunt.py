@@ -19,7 +19,8 @@ A lab whose hunt finds nothing holds no graded answer in the course edition. Eac
 process of its own (``python -m gpudl_instructor.hunt LAB``), so a candidate that changes global
 state cannot disturb the next lab; results are cached under ``.gpudl-hunt/`` keyed by the hash of
 everything they depend on (the course edition, the instructor's checks and references, the lab's
-notebooks), so a second ``gpudl handout`` of the same sources answers at once.
+notebooks), so a second ``gpudl handout`` of the same sources answers at once. Labs hunt side by
+side, one per CPU.
 
 Public names: ``Finding``, ``hunt``, ``hunt_lab``, ``report``, ``text_hunt``, ``PENDING``.
 """
@@ -379,48 +380,98 @@ def _digest(lab: str, root: Path) -> str:
     return h.hexdigest()
 
 
-def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: bool = True) -> list[Finding]:
-    """The hunt over ``labs`` (default: every lab), each in a fresh process, cached by content."""
+def _resolve(lab: str, names: list[str]) -> str:
+    if lab in names:
+        return lab
+    matches = [n for n in names if n.split("_")[0] == lab]
+    if not matches:
+        raise ValueError(f"no lab {lab!r} (labs are: {', '.join(names)})")
+    return matches[0]
+
+
+def _hunt_in_process(lab: str, root: Path) -> list[Finding]:
+    """One lab's hunt in processes of its own (a fresh one after each that a candidate killed)."""
+    # The course edition of ``root`` (its src/ first on the path), not whichever gpudl is installed.
+    path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    # In a scratch folder: a candidate called with the check's arguments may write files. A
+    # candidate that kills the process is skipped on the next run, which goes on from the journal.
+    with tempfile.TemporaryDirectory(prefix="gpudl-hunt-") as scratch:
+        journal = Path(scratch) / "journal.txt"
+        for _ in range(RESTARTS + 1):
+            res = subprocess.run([sys.executable, "-m", __name__, lab, "--root", str(root), "--journal",
+                                  str(journal)], capture_output=True, text=True, cwd=scratch,
+                                 env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path})
+            if res.returncode in (0, 1):
+                break
+    if res.returncode not in (0, 1):
+        raise RuntimeError(f"the hunt in {lab} failed (exit status {res.returncode}):\n"
+                           f"{res.stdout[-1500:]}{res.stderr[-3000:]}")
+    return [Finding(**f) for f in json.loads(res.stdout.strip().splitlines()[-1])]
+
+
+def _seconds_before(store: Path) -> float | None:
+    """How long the lab's last hunt took (kept by the cache even when its sources changed since)."""
+    try:
+        return float(json.loads(store.read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: bool = True,
+         jobs: int | None = None, progress: Callable[[str], None] | None = None) -> list[Finding]:
+    """The hunt over ``labs`` (default: every lab), each in a fresh process, cached by content.
+
+    Up to ``jobs`` labs (default: one per CPU) hunt at once, the longest first: by the time the
+    cache kept from their last hunt, else the later labs first (their checks are heavier; lab 10's
+    start processes for every candidate). ``progress`` gets a line as each lab ends."""
+    import concurrent.futures as cf
+    import time
+
     from .course import lab_names, repo_root
 
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
     root = repo_root(root)
-    labs = list(labs) if labs else lab_names(root)
     names = lab_names(root)
-    findings: list[Finding] = []
+    labs = [_resolve(lab, names) for lab in labs] if labs else names
+    found: dict[str, list[Finding]] = {}
+    todo: list[tuple[str, str, Path]] = []
     for lab in labs:
-        if lab not in names:
-            matches = [n for n in names if n.split("_")[0] == lab]
-            if not matches:
-                raise ValueError(f"no lab {lab!r} (labs are: {', '.join(names)})")
-            lab = matches[0]
         key = _digest(lab, root)
         store = root / ".gpudl-hunt" / f"{lab}.json"
         if cache and store.is_file():
             kept = json.loads(store.read_text())
             if kept.get("key") == key:
-                findings += [Finding(**f) for f in kept["findings"]]
+                found[lab] = [Finding(**f) for f in kept["findings"]]
                 continue
-        # The course edition of ``root`` (its src/ first on the path), not whichever gpudl is installed.
-        path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH", "")) if p)
-        # In a scratch folder: a candidate called with the check's arguments may write files. A
-        # candidate that kills the process is skipped on the next run, which goes on from the journal.
-        with tempfile.TemporaryDirectory(prefix="gpudl-hunt-") as scratch:
-            journal = Path(scratch) / "journal.txt"
-            for _ in range(RESTARTS + 1):
-                res = subprocess.run([sys.executable, "-m", __name__, lab, "--root", str(root), "--journal",
-                                      str(journal)], capture_output=True, text=True, cwd=scratch,
-                                     env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": path})
-                if res.returncode in (0, 1):
-                    break
-        if res.returncode not in (0, 1):
-            raise RuntimeError(f"the hunt in {lab} failed (exit status {res.returncode}):\n"
-                               f"{res.stdout[-1500:]}{res.stderr[-3000:]}")
-        found = [Finding(**f) for f in json.loads(res.stdout.strip().splitlines()[-1])]
+        todo.append((lab, key, store))
+    todo.sort(key=lambda t: (-(_seconds_before(t[2]) or float("inf")), -names.index(t[0])))
+
+    def one(lab: str, key: str, store: Path) -> list[Finding]:
+        began = time.monotonic()
+        result = _hunt_in_process(lab, root)
+        seconds = time.monotonic() - began
         if cache:
             store.parent.mkdir(exist_ok=True)
-            store.write_text(json.dumps({"key": key, "findings": [asdict(f) for f in found]}))
-        findings += found
-    return findings
+            store.write_text(json.dumps({"key": key, "seconds": round(seconds, 1),
+                                         "findings": [asdict(f) for f in result]}))
+        if progress is not None:
+            progress(f"hunt: {lab}: {report(result) if result else 'no answer'} ({seconds:.0f} s)")
+        return result
+
+    if todo:
+        workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+        if progress is not None:
+            progress(f"hunt: {len(todo)} lab(s) to hunt in, {workers} at a time"
+                     + (f" ({len(labs) - len(todo)} unchanged since their last hunt)" if len(todo) < len(labs) else ""))
+        pool = cf.ThreadPoolExecutor(workers)
+        try:
+            futures = {pool.submit(one, *t): t[0] for t in todo}
+            for future in cf.as_completed(futures):
+                found[futures[future]] = future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return [f for lab in labs for f in found[lab]]
 
 
 def report(findings: Sequence[Finding]) -> str:

@@ -35,7 +35,10 @@ def recorded(bench: str, part: str | None = None, gpu: str = "H100-SXM") -> list
 
 def value(bench: str, key: str, gpu: str = "H100-SXM", **match: Any) -> Any:
     """Column ``key`` of the one recorded row of ``bench`` (for ``gpu``) whose columns equal ``match``."""
-    return next(r[key] for r in recorded(bench, gpu=gpu) if all(r.get(k) == v for k, v in match.items()))
+    rows = [r for r in recorded(bench, gpu=gpu) if all(r.get(k) == v for k, v in match.items())]
+    if len(rows) != 1:
+        raise LookupError(f"{len(rows)} recorded rows of `gpudl bench {bench}` on {gpu} have {match} (want one)")
+    return rows[0][key]
 
 
 def rung(case: str, key: str = "tflops", gpu: str = "H100-SXM", n: int = 8192) -> float:
