@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -125,3 +126,47 @@ def test_a_failing_lab_hunt_stops_the_hunt_with_its_reason(tmp_path, monkeypatch
         hunt.hunt(None, root, jobs=1)
     assert started == ["lab03_c"]              # the later labs were never started
     assert not (root / ".gpudl-hunt" / "lab03_c.json").exists()
+
+
+def test_a_stopped_hunt_leaves_no_lab_hunting(tmp_path):
+    """`gpudl hunt` killed (a CI timeout, a closed terminal): its labs' hunts stop with it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    lab = "lab01_performance_basics"
+    for folder in ("course", f"solutions/{lab}", f"labs/{lab}"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    parent = subprocess.Popen([sys.executable, "-m", "gpudl_instructor", "hunt", "lab01", "--root", str(tmp_path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def hunting() -> dict[int, Path]:
+        """{pid: its journal} of the hunts in this course."""
+        found = {}
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmd = (Path("/proc") / pid / "cmdline").read_bytes().decode().split("\0")
+            except OSError:
+                continue
+            if "gpudl_instructor.hunt" in cmd and str(tmp_path) in cmd:
+                found[int(pid)] = Path(cmd[cmd.index("--journal") + 1])
+        return found
+
+    def trying() -> bool:       # well into the candidates, where the hunt writes nothing for a minute
+        return any(j.is_file() and j.read_text().count("TRY") >= 3 for j in hunting().values())
+
+    try:
+        end = time.monotonic() + 180
+        while not trying() and time.monotonic() < end and parent.poll() is None:
+            time.sleep(0.2)
+        assert trying() and parent.poll() is None, "the lab's hunt never got to its candidates"
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    end = time.monotonic() + 30
+    while hunting() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert not hunting(), "the lab's hunt outlived `gpudl hunt`"

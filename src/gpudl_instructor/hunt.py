@@ -483,6 +483,11 @@ def report(findings: Sequence[Finding]) -> str:
 def _main(argv: list[str]) -> int:
     import argparse
 
+    from gpudl.collectives.worker import die_with_parent
+
+    die_with_parent()           # a hand-out stopped (a timeout, Ctrl-C) leaves no hunt behind
+    if os.getppid() == 1:       # it had stopped already
+        return 2
     p = argparse.ArgumentParser(prog=f"python -m {__name__}")
     p.add_argument("lab")
     p.add_argument("--root", required=True)
