@@ -16,7 +16,8 @@ from gpudl import notebooks
 from gpudl_instructor import lms, pipeline, report, similar
 
 LAB = "lab01_performance_basics"
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not SANDBOX, reason="grading needs the sandbox (bubblewrap)")]
+pytestmark = [pytest.mark.xdist_group("class-report"),   # its module fixture once, on one worker
+              pytest.mark.slow, pytest.mark.skipif(not SANDBOX, reason="grading needs the sandbox (bubblewrap)")]
 
 
 class _Rename(ast.NodeTransformer):

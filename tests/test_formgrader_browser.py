@@ -33,7 +33,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 TOKEN = "gpudl-formgrader-browser-token"
 # A script in a page: the tag, an event handler, a javascript: link.
 SCRIPT = re.compile(r"<script|<[^>]*\son[a-z]+\s*=|<[^>]*\s(href|src)\s*=\s*[\x22\x27]?\s*javascript:", re.I)
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not SANDBOX, reason="grading needs the sandbox (bubblewrap)")]
+pytestmark = [pytest.mark.xdist_group("formgrader-browser"),   # its module fixture once, on one worker
+              pytest.mark.slow, pytest.mark.skipif(not SANDBOX, reason="grading needs the sandbox (bubblewrap)")]
 
 
 def hidden_test_lines() -> list[str]:

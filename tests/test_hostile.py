@@ -38,7 +38,8 @@ FULL = 32.0
 WRONG = 26.0                    # `wrong`: bound always 'compute' (4 points), utilization in percent (2)
 MARKER = "gpudl-hostile-marker"
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.xdist_group("hostile"),   # its module fixture once, on one worker
+              pytest.mark.slow,
               pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")]
 
 

@@ -19,7 +19,7 @@ from conftest import student_copy as conftest_student_copy
 LAB = "lab01_performance_basics"
 SOLUTION = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
 RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pipeline")]   # its module fixture once, on one worker
 
 
 def student_copy() -> nbformat.NotebookNode:

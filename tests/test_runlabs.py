@@ -15,7 +15,7 @@ from gpudl import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = "lab01_performance_basics"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("runlabs")]   # its module fixture once, on one worker
 
 
 def run_labs(root: Path, report: Path, *extra: str) -> subprocess.CompletedProcess:
