@@ -20,3 +20,11 @@ def repo_root(start: str | Path | None = None) -> Path:
 def lab_names(root: str | Path | None = None) -> list[str]:
     root = repo_root(root)
     return sorted(p.parent.name for p in (root / "solutions").glob("*/*.ipynb") if p.stem == p.parent.name)
+
+
+def lab_named(lab: str, names: list[str]) -> str:
+    """The lab of ``names`` that ``lab`` names: its whole name, or its number ("lab06")."""
+    for name in names:
+        if lab in (name, name.split("_")[0]):
+            return name
+    raise ValueError(f"no lab {lab!r} (labs are: {', '.join(names)})")

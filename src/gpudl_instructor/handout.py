@@ -107,16 +107,16 @@ def handout(dest: str | Path, root: str | Path | None = None, *, force: bool = F
     closed labs whose solutions and references go into ``answers/``. ``hunt=False`` skips the
     answer hunt (the tests of this module only; ``gpudl handout`` always hunts).
     """
-    from .course import lab_names, repo_root
+    from .course import lab_named, lab_names, repo_root
 
     root = repo_root(root)
     names = lab_names(root)
     released = []
     for lab in answers:
-        match = [n for n in names if n == lab or n.split("_")[0] == lab]
-        if not match:
-            raise ValueError(f"--answers: no lab {lab!r} (labs are: {', '.join(names)})")
-        released.append(match[0])
+        try:
+            released.append(lab_named(lab, names))
+        except ValueError as exc:
+            raise ValueError(f"--answers: {exc}") from None
     dest = Path(dest).resolve()
     own = [root / d for d in ("labs", "course", "src", "student", "solutions", "tests")]
     if dest == root or any(dest == d or d in dest.parents for d in own):

@@ -380,15 +380,6 @@ def _digest(lab: str, root: Path) -> str:
     return h.hexdigest()
 
 
-def _resolve(lab: str, names: list[str]) -> str:
-    if lab in names:
-        return lab
-    matches = [n for n in names if n.split("_")[0] == lab]
-    if not matches:
-        raise ValueError(f"no lab {lab!r} (labs are: {', '.join(names)})")
-    return matches[0]
-
-
 def _hunt_in_process(lab: str, root: Path) -> list[Finding]:
     """One lab's hunt in processes of its own (a fresh one after each that a candidate killed)."""
     # The course edition of ``root`` (its src/ first on the path), not whichever gpudl is installed.
@@ -409,14 +400,6 @@ def _hunt_in_process(lab: str, root: Path) -> list[Finding]:
     return [Finding(**f) for f in json.loads(res.stdout.strip().splitlines()[-1])]
 
 
-def _seconds_before(store: Path) -> float | None:
-    """How long the lab's last hunt took (kept by the cache even when its sources changed since)."""
-    try:
-        return float(json.loads(store.read_text())["seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: bool = True,
          jobs: int | None = None, progress: Callable[[str], None] | None = None) -> list[Finding]:
     """The hunt over ``labs`` (default: every lab), each in a fresh process, cached by content.
@@ -427,25 +410,26 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
     import concurrent.futures as cf
     import time
 
-    from .course import lab_names, repo_root
+    from .course import lab_named, lab_names, repo_root
 
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     root = repo_root(root)
     names = lab_names(root)
-    labs = [_resolve(lab, names) for lab in labs] if labs else names
+    labs = [lab_named(lab, names) for lab in labs] if labs else names
     found: dict[str, list[Finding]] = {}
     todo: list[tuple[str, str, Path]] = []
+    took: dict[str, float] = {}         # seconds of the last hunt, kept even when the sources changed since
     for lab in labs:
         key = _digest(lab, root)
         store = root / ".gpudl-hunt" / f"{lab}.json"
-        if cache and store.is_file():
-            kept = json.loads(store.read_text())
-            if kept.get("key") == key:
-                found[lab] = [Finding(**f) for f in kept["findings"]]
-                continue
+        kept = json.loads(store.read_text()) if store.is_file() else {}
+        if cache and kept.get("key") == key:
+            found[lab] = [Finding(**f) for f in kept["findings"]]
+            continue
+        took[lab] = float(kept.get("seconds", float("inf")))
         todo.append((lab, key, store))
-    todo.sort(key=lambda t: (-(_seconds_before(t[2]) or float("inf")), -names.index(t[0])))
+    todo.sort(key=lambda t: (-took[t[0]], -names.index(t[0])))
 
     def one(lab: str, key: str, store: Path) -> list[Finding]:
         began = time.monotonic()
