@@ -23,6 +23,10 @@ setup: $(VENV)/.installed            ## create .venv and install gpudl with ever
 $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q $(CONSTRAINTS) -e '.[dev,instructor]'
+	@# rfc3987-syntax (jupyter-events wants jsonschema[format-nongpl]) builds some 35 Earley parsers
+	@# whenever jsonschema is imported: 3.8 s of CPU here in every process that reads a notebook
+	@# (python-jsonschema/jsonschema#1428). No notebook or Jupyter schema uses the IRI formats it checks.
+	$(BIN)/python -m pip uninstall -q -y rfc3987-syntax
 	touch $@
 
 lab: setup                           ## open JupyterLab on labs/ and course/ as students see it (LAB_ARGS="--port 8888 --no-browser")

@@ -12,6 +12,7 @@ are for annotations and never run: they are not edges.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -151,20 +152,82 @@ _NO_INSTRUCTOR = ("import sys, importlib.abc\n"
                   "        if name.split('.')[0] == 'gpudl_instructor': raise ImportError('not in the course edition')\n"
                   "sys.meta_path.insert(0, _Block())\n")
 
+# Each module is imported in a child forked from an interpreter that has imported only numpy and
+# torch (seconds of every import, and nothing of either package): what a module needs of gpudl it
+# must import itself, as in a fresh interpreter. The server refuses to start if importing torch
+# brought in a library whose import gpudl configures first (Triton's interpreter, the simulator).
+_SERVER = r"""
+import json, os, sys, traceback
+import numpy, torch
+early = [m for m in ("triton", "numba", "gpudl", "gpudl_instructor") if m in sys.modules]
+if early:
+    raise SystemExit(f"importing torch imported {early}: modules could not import alone in a child")
+for line in sys.stdin:
+    code = json.loads(line)
+    path = os.path.join(os.environ["GPUDL_IMPORTS_TMP"], f"{os.getpid()}.err")
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
+        try:
+            exec(compile(code, "<import alone>", "exec"), {"__name__": "__main__"})
+            status = 0
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        sys.stderr.flush()
+        os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    with open(path) as f:
+        tail = f.read()[-1500:]
+    print(json.dumps([os.waitstatus_to_exitcode(status), tail]), flush=True)
+"""
 
-def _import_alone(name: str) -> tuple[str, int, str]:
+
+def _run_alone(codes: list[str], tmp: Path) -> list[tuple[int, str]]:
+    """(exit status, the end of its stderr) of each code, run in a child of its own."""
+    env = {**os.environ, "GPUDL_DEVICE": "cpu", "GPUDL_IMPORTS_TMP": str(tmp)}
+    server = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    out = []
+    try:
+        for code in codes:
+            server.stdin.write(json.dumps(code) + "\n")
+            server.stdin.flush()
+            line = server.stdout.readline()
+            if not line:
+                raise AssertionError(f"the import server stopped: {server.stderr.read()[-1500:]}")
+            out.append(tuple(json.loads(line)))
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+    return out
+
+
+def _import_code(name: str) -> str:
     block = _NO_INSTRUCTOR if name.split(".")[0] == "gpudl" else ""
-    code = (f"{block}import sys, importlib; importlib.import_module({name!r}); "
+    return (f"{block}import sys, importlib; importlib.import_module({name!r}); "
             f"assert {name!r} in {sorted(CLIS)!r} or not {{'gpudl.cli', 'gpudl_instructor.cli'}} & set(sys.modules), "
             "'imported a CLI'")
-    env = {**os.environ, "GPUDL_DEVICE": "cpu"}
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    return name, res.returncode, res.stderr[-1500:]
+
+
+def test_each_import_runs_in_a_child_that_nothing_before_it_touched(tmp_path):
+    (tmp_path / "first.py").write_text("import sys\nsys.first_was_here = True\n")
+    (tmp_path / "second.py").write_text("import sys\nassert sys.first_was_here\n")
+    path = f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+    together, = _run_alone([path + "import first, second"], tmp_path)
+    assert together == (0, "")                           # in one interpreter, second leans on first
+    first, second, ours = _run_alone([path + "import first", path + "import second", _import_code("gpudl.cli")],
+                                     tmp_path)
+    assert first == (0, "")
+    assert second[0] == 1 and "AttributeError" in second[1] and "first_was_here" in second[1]
+    assert ours == (0, "")
 
 
 @pytest.mark.slow
-def test_every_module_imports_alone_in_a_fresh_interpreter():
+def test_every_module_imports_alone_in_a_fresh_interpreter(tmp_path):
     names = sorted(set(MODULES) - ENTRY_POINTS)
+    halves = [names[0::2], names[1::2]]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        failed = [(name, err) for name, rc, err in pool.map(_import_alone, names) if rc != 0]
+        done = pool.map(lambda half: list(zip(half, _run_alone([_import_code(n) for n in half], tmp_path))), halves)
+    failed = [(name, err) for half in done for name, (rc, err) in half if rc != 0]
     assert not failed, "\n\n".join(f"{name}:\n{err}" for name, err in failed)
