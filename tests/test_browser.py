@@ -10,6 +10,7 @@ Without Playwright or a Chromium the test skips and says what to install (`make 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -147,8 +148,35 @@ def run(page, cell, tries: int = 3) -> None:
                 raise
 
 
+def patient_expect():
+    """Playwright's ``expect``, waiting up to 60 s. Its default is 5 s, whatever the page's timeout:
+    on a 2-core CI machine grading a class beside the browser, JupyterLab took longer than that to
+    open a notebook (START.ipynb; a lab, when this test ran first; November 2026)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+    return expect
+
+
+@contextlib.contextmanager
+def lab_page(chromium: str, profile: Path):
+    """A page of a headless Chromium (its profile kept in ``profile``), patient as a busy machine needs."""
+    from playwright.sync_api import sync_playwright
+
+    patient_expect()
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(str(profile), executable_path=chromium, headless=True,
+                                                        args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
+        try:
+            page = context.new_page()
+            page.set_default_timeout(120_000)
+            yield page
+        finally:
+            context.close()
+
+
 def test_a_student_opens_a_lab_runs_a_wrong_answer_validates_and_opens_the_lecture(served, chromium):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     base, token, handout, tmp = served
     nb_path = f"labs/{LAB}/{LAB}.ipynb"
@@ -158,12 +186,7 @@ def test_a_student_opens_a_lab_runs_a_wrong_answer_validates_and_opens_the_lectu
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "browser-failure.png").unlink(missing_ok=True)     # from an earlier run
 
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(str(tmp / "chromium-profile"), executable_path=chromium,
-                                                        headless=True, args=CHROMIUM_ARGS,
-                                                        viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(120_000)
+    with lab_page(chromium, tmp / "chromium-profile") as page:
         try:
             page.goto(f"{base}/lab/tree/{nb_path}?token={token}")
             panel = page.locator(".jp-NotebookPanel:visible")
@@ -227,8 +250,6 @@ def test_a_student_opens_a_lab_runs_a_wrong_answer_validates_and_opens_the_lectu
         except Exception:
             page.screenshot(path=ARTIFACTS / "browser-failure.png")
             raise
-        finally:
-            context.close()
 
     assert not list(handout.rglob("gradebook.db")), "serving the labs made a gradebook"
     saved = nbformat.read(str(handout / nb_path), as_version=4)

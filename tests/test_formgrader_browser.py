@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT, SANDBOX, student_copy
-from test_browser import CHROMIUM_ARGS, chromium  # noqa: F401 - chromium: the fixture, shared
+from test_browser import CHROMIUM_ARGS, chromium, patient_expect  # noqa: F401 - chromium: the fixture, shared
 from test_jupyterlab import free_port, serving
 
 from gpudl import notebooks
@@ -96,6 +96,7 @@ def shown_time(path: Path) -> str:
 
 
 def _browser(pw, chromium: str, tmp: Path):
+    patient_expect()
     browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(60_000)

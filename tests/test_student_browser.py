@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import ARTIFACTS, CHROMIUM_ARGS, KERNEL_READY, LAB, _cells, chromium, served  # noqa: F401 - fixtures
+from test_browser import ARTIFACTS, KERNEL_READY, LAB, _cells, chromium, lab_page, served  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]   # one JupyterLab server for the module
 
@@ -46,25 +46,11 @@ def count_tests_and_points(path: Path, answered: str) -> tuple[int, float, float
 
 @pytest.fixture
 def page(served, chromium):
-    from playwright.sync_api import expect, sync_playwright
-
-    # expect() waits 5 s by default, whatever the page's timeout: on a busy 2-core machine JupyterLab
-    # took longer than that to open START.ipynb (CI, November 2026)
-    expect.set_options(timeout=60_000)
-
     base, token, handout, tmp = served
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(str(tmp / "student-chromium-profile"), executable_path=chromium,
-                                                        headless=True, args=CHROMIUM_ARGS,
-                                                        viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(120_000)
-        try:
-            yield page
-            page.screenshot(path=ARTIFACTS / "student-browser-last.png")     # where the test ended, passed or not
-        finally:
-            context.close()
+    with lab_page(chromium, tmp / "student-chromium-profile") as page:
+        yield page
+        page.screenshot(path=ARTIFACTS / "student-browser-last.png")     # where the test ended, passed or not
 
 
 def current_tab(page):
