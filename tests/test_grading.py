@@ -195,6 +195,91 @@ def test_package_code_is_told_apart_by_its_file():
     assert grading.call_student(lambda: hardware.ridge_point("A100"), forbid=[peak_flops]) > 0
 
 
+def test_guard_refuses_a_torch_routine_under_every_name_torch_gives_it():
+    """Forbidding torch.softmax forbids x.softmax, F.softmax, torch.special.softmax, nn.Softmax and
+    an alias made before the block (a student writes x.softmax(-1) as often as torch.softmax)."""
+    x = torch.randn(3, 4)
+    early = torch.softmax
+
+    def in_a_thread():
+        out = []
+
+        def work():
+            try:
+                out.append(x.softmax(1))
+            except Exception:       # noqa: BLE001 - the thread hides its refusal
+                pass
+
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        return out[0]       # IndexError when the thread was refused: the guard reports the refusal
+
+    ways = {"torch.Tensor.softmax": lambda: x.softmax(1), "torch.softmax": lambda: early(x, 1),
+            "torch.nn.functional.softmax": lambda: torch.nn.Softmax(dim=1)(x),
+            "torch.special.softmax": lambda: torch.special.softmax(x, 1)}
+    for name, fn in ways.items():
+        with pytest.raises(ReferenceUsedError, match=f"calls {name},"):
+            grading.call_student(fn, forbid=["torch.softmax"], label="softmax")
+    with pytest.raises(ReferenceUsedError, match="calls torch.Tensor.softmax"):
+        grading.call_student(in_a_thread, forbid=["torch.softmax"])
+    by_hand = grading.call_student(lambda: x.exp() / x.exp().sum(1, keepdim=True), forbid=["torch.softmax"])
+    assert torch.allclose(by_hand, x.softmax(1))                 # other routines run; softmax back after
+    assert torch._C._len_torch_function_stack() == 0
+
+
+def test_guard_refuses_matmul_as_the_operator_too_and_not_its_neighbours():
+    a, b = torch.ones(2, 3), torch.ones(3, 2)
+    for fn in (lambda: a @ b, lambda: a.matmul(b), lambda: torch.linalg.matmul(a, b)):
+        with pytest.raises(ReferenceUsedError, match="matmul"):
+            grading.call_student(fn, forbid=["torch.matmul"])
+    assert grading.call_student(lambda: torch.mm(a, b), forbid=["torch.matmul"]).shape == (2, 2)
+
+
+def test_a_caught_refusal_still_fails_the_call():
+    x = torch.randn(2, 2)
+
+    def sly():
+        try:
+            return x.softmax(1)
+        except Exception:       # noqa: BLE001 - the student hides the refusal
+            return x.exp() / x.exp().sum(1, keepdim=True)
+
+    with pytest.raises(ReferenceUsedError, match="torch.Tensor.softmax"):
+        with grading.guard("torch.softmax"):
+            sly()
+
+
+def test_nested_guards_each_keep_their_routines_forbidden():
+    x = torch.randn(2, 2)
+    for call, label in ((lambda: x.softmax(1), "inner"), (lambda: x @ x, "outer")):
+        with pytest.raises(ReferenceUsedError, match=label):
+            with grading.guard("torch.matmul", label="outer"), grading.guard("torch.softmax", label="inner"):
+                call()
+    assert x.softmax(1).shape == (2, 2) and (x @ x).shape == (2, 2)
+
+
+def test_the_profile_hook_runs_only_when_something_needs_it():
+    """The hook costs time on every call (about 2x on the Triton interpreter); a torch routine is
+    caught without it, a numpy routine, a class's __init__ and a reference's function underneath need it."""
+    inside = {}
+    for name, forbid in {"torch": ["torch.softmax", "torch.nn.functional.conv2d"], "numpy": ["numpy.einsum"],
+                         "class": ["torch.nn.LSTM"], "reference": [_ref_square],
+                         "C type": ["numpy.float16"]}.items():
+        with grading.guard(*forbid):
+            inside[name] = sys.getprofile() is not None
+    assert inside == {"torch": False, "numpy": True, "class": True, "reference": True, "C type": False}
+    assert sys.getprofile() is None
+
+
+def test_guard_catches_a_class_imported_early_through_its_init():
+    from torch.nn import LSTM as early_lstm
+
+    with pytest.raises(ReferenceUsedError, match="torch.nn.LSTM"):
+        grading.call_student(lambda: early_lstm(4, 4), forbid=["torch.nn.LSTM"])
+    assert early_lstm(4, 4).hidden_size == 4
+
+
 def test_guard_rejects_unknown_things():
     with pytest.raises(TypeError):
         with grading.guard(len):

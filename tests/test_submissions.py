@@ -113,6 +113,19 @@ def test_review_flags_name_code_that_reaches_into_the_grader(tmp_path):
     assert honest == []
 
 
+def test_review_flags_name_code_that_switches_off_torchs_hand_off_to_the_guard(tmp_path):
+    """The guard catches torch routines through a TorchFunctionMode (gpudl.grading.forbidden):
+    code that disables it, or routes calls through its own __torch_function__, is for review."""
+    nb = notebooks.replace_source(released(), "bound", "import torch\ndef bound(*a):\n"
+                                  "    with torch._C.DisableTorchFunction():\n        return 'memory'\n")
+    nb = notebooks.replace_source(nb, "utilization", "class T:\n    @classmethod\n"
+                                  "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                                  "        return func(*args)\ndef utilization(a, p):\n    return a / p\n")
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and "DisableTorchFunction" in f for f in flags), flags
+    assert any("cell 'utilization'" in f and "defines __torch_function__" in f for f in flags), flags
+
+
 def test_names_for_the_gradebook():
     assert submissions.split_name("ada-lovelace") == ("ada", "lovelace")
     assert submissions.split_name("alice") == ("", "alice")

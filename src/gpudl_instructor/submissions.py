@@ -416,6 +416,9 @@ _SUSPECT_ATTRS = {"__wrapped__", "__closure__", "__code__", "__globals__", "__bu
                   "f_globals", "f_back", "_getframe", "settrace", "setprofile", "set_custom_exc",
                   "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "register_magic_function",
                   "get_referents", "get_referrers", "get_objects", "modules",
+                  # switching off torch's hand-off to the guard's TorchFunctionMode (gpudl.grading.forbidden)
+                  "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disabled_torch_function_impl",
+                  "_pop_torch_function_stack", "_pop_mode", "_pop_mode_temporarily", "__torch_function__",
                   # reading the package's source: its files, or a function's code as text
                   "getsource", "getsourcelines", "getsourcefile", "getfile", "__file__", "__path__", "__spec__",
                   "__loader__", "get_data"}
@@ -513,6 +516,8 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
                 what = f"calls {node.func.id}"
             elif isinstance(node, ast.Attribute) and node.attr in _SUSPECT_ATTRS:
                 what = f"uses .{node.attr}"
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _SUSPECT_ATTRS:
+                what = f"defines {node.name}"
             elif isinstance(node, ast.Name) and node.id in _SUSPECT_NAMES:
                 what = f"uses {node.id}"
             elif isinstance(node, (ast.Import, ast.ImportFrom)):

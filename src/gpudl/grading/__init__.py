@@ -21,7 +21,7 @@ compares the student's function with the package's reference on cases, through
                    (``GPUDL_GRADING_SEED``, set per student by ``gpudl grade``)
 ``reference``      decorator marking a package function as the reference for an exercise
 ``guard``          while a student's code runs: calling a forbidden reference or library
-                   routine raises ``ReferenceUsedError``
+                   routine, under any of its names, raises ``ReferenceUsedError`` (``forbidden``)
 ``Case``, ``check_cases``  run a student's function on cases against the reference
 ``grading_active`` True while nbgrader executes the notebook (autograde or validate)
 ``quiet``          no warnings, no stderr: a test cell that writes to stderr scores 0
@@ -33,14 +33,11 @@ A timed figure is judged in ``judging`` (``judge_ratio``: labs 02 and 07).
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import hashlib
-import importlib
 import math
 import os
 import sys
-import threading
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -49,8 +46,8 @@ import numpy as np
 
 from .. import references as _references
 from ..hardware import normalize_dtype
-from ..references import GradingError, ReferenceUsedError, labels as _guard_label, reference
-from ..references import forbidden_now as _forbidden_now
+from ..references import GradingError, ReferenceUsedError, reference
+from .forbidden import guard
 
 SEED_ENV = "GPUDL_GRADING_SEED"
 # The checker of `gpudl grade` sets the student's seed here; the student's kernel never has it.
@@ -380,106 +377,6 @@ def numerical_gradient(loss: Callable[[], float], arrays: Sequence[np.ndarray], 
             g[idx] = (plus - minus) / (2 * eps)
         grads.append(g)
     return grads
-
-
-# --- the guard ----------------------------------------------------------------------------
-
-def _resolve(dotted: str) -> tuple[Any, str]:
-    module_name, _, attr = dotted.rpartition(".")
-    # allow "torch.nn.functional.conv2d" (module path) and "torch.Tensor.matmul" (class attr)
-    parts = module_name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for p in parts[cut:]:
-            obj = getattr(obj, p)
-        return obj, attr
-    raise ValueError(f"cannot resolve {dotted!r}")
-
-
-@contextlib.contextmanager
-def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[None]:
-    """Forbid package references (functions decorated with ``reference``) and library
-    routines (dotted names such as ``"torch.nn.functional.conv2d"``) inside the block.
-
-    A reference raises ``ReferenceUsedError`` when code outside the package calls it. A
-    library routine is replaced for the duration of the block. Calls that get past both (a
-    library routine imported earlier under another name; the function underneath a reference,
-    reached through its ``__closure__``) are noticed by a profile hook, in this thread and in
-    threads started inside the block, and the block raises ``ReferenceUsedError`` when it ends.
-    The hook is installed only while something is forbidden.
-    """
-    refs = [f for f in forbidden if callable(f) and getattr(f, "__gpudl_reference__", False)]
-    names = [f for f in forbidden if isinstance(f, str)]
-    bad = [f for f in forbidden if not (f in refs or f in names)]
-    if bad:
-        raise TypeError(f"guard() takes reference functions or dotted names, got {bad!r}")
-    patched: list[tuple[Any, str, Any]] = []
-    watched: dict[int, str] = {}          # id(original C function or code object) -> dotted name
-    underneath: dict[int, str] = {}       # id(code of a reference's function underneath) -> its name
-    for r in refs:
-        code = _references.code_of(r)
-        if code is not None:
-            underneath[id(code)] = f"{r.__module__}.{r.__qualname__}"
-    seen: list[str] = []
-    wrapper_code = _references.WRAPPER_CODE
-
-    def blocker(dotted: str) -> Callable:
-        def blocked(*_a, **_k):
-            raise ReferenceUsedError(f"your code calls {dotted}, which {label} asks you to do without: "
-                                     "write the computation yourself.")
-        return blocked
-
-    def hook(frame, event, arg):
-        if event == "c_call":
-            hit = watched.get(id(arg))
-        elif event == "call":
-            key = id(frame.f_code)
-            hit = watched.get(key)
-            if hit is None and key in underneath:
-                caller = frame.f_back
-                # Through the wrapper (which checked its caller), or from the package itself: fine.
-                if caller is None or not (caller.f_code is wrapper_code or _references.in_package(caller.f_code)):
-                    hit = underneath[key]
-        else:
-            return
-        if hit and not seen:
-            seen.append(hit)
-
-    added = [id(r) for r in refs if id(r) not in _forbidden_now]
-    hooked = bool(watched or underneath or names)
-    previous_profile = sys.getprofile()
-    previous_thread_profile = threading.getprofile()
-    try:
-        for dotted in names:
-            owner, attr = _resolve(dotted)
-            original = getattr(owner, attr)
-            patched.append((owner, attr, original))
-            watched[id(getattr(original, "__code__", original))] = dotted
-            setattr(owner, attr, blocker(dotted))
-        _forbidden_now.update(added)
-        _guard_label.append(label)
-        if hooked:
-            sys.setprofile(hook)
-            threading.setprofile(hook)
-        yield
-    finally:
-        if hooked:
-            sys.setprofile(previous_profile)
-            threading.setprofile(previous_thread_profile)
-        _guard_label.pop() if _guard_label else None
-        _forbidden_now.difference_update(added)
-        for owner, attr, original in reversed(patched):
-            setattr(owner, attr, original)
-    if seen:
-        if seen[0] in underneath.values():
-            raise ReferenceUsedError(f"your code calls {seen[0]} (the function underneath the package's reference "
-                                     f"for {label}). The exercise is to write it yourself: replace that call with "
-                                     "your own code.")
-        raise ReferenceUsedError(f"your code calls {seen[0]}, which {label} asks you to do without: "
-                                 "write the computation yourself.")
 
 
 # --- running a student's function on cases ------------------------------------------------

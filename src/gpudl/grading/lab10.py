@@ -66,7 +66,7 @@ _DEADLOCK = ("a deadlock: a rank waits for a message that no rank sends. Every s
 def _resolve(names: list[str]) -> list[str]:
     """The dotted names the guard forbids here: those that exist (``torch.distributed``'s are left
     to ``_without``)."""
-    from . import _resolve as owner_of
+    from .forbidden import _resolve as owner_of
 
     out = []
     for name in names:

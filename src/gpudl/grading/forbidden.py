@@ -1,0 +1,255 @@
+"""The guard: what a check forbids while a student's code runs.
+
+``guard(*forbidden, label=...)`` is a context manager. Inside it, a call of anything it forbids
+raises ``ReferenceUsedError`` with a message that names the call and the exercise. It forbids
+two kinds of thing:
+
+- the package's references (functions decorated with ``@reference``): the wrapper refuses calls
+  from code outside the package (``gpudl.references``);
+- library routines, by dotted name (``"torch.nn.functional.conv2d"``, ``"numpy.einsum"``).
+
+A student can reach a routine under another name than the one the check wrote, so each kind is
+watched at more than one door:
+
+1. **The name itself.** The routine's attribute is replaced, for the block, by one that raises.
+2. **torch's other names for it.** A torch routine is caught under every name torch gives it
+   (``torch.softmax`` is also ``x.softmax``, ``torch.nn.functional.softmax`` and
+   ``torch.special.softmax``; ``torch.matmul`` is also ``x.matmul`` and ``a @ b``), and under any
+   alias made before the block: torch hands every call of its overridable functions to the active
+   ``TorchFunctionMode``, which here refuses the forbidden ones.
+3. **Aliases of everything else.** A routine imported earlier under another name, or the function
+   underneath a reference (reached through the wrapper's ``__closure__``, or rebuilt from its code),
+   is noticed by a profile hook (``sys.setprofile``) that compares each call's code or C function
+   with the forbidden ones; the block raises when it ends. A class is watched through its own
+   Python ``__init__``; a class written in C (``numpy.float16``) only through its name.
+
+Threads started inside the block get the same watch (doors 2 and 3). The hook costs time on every
+call the interpreter makes (about 2x on the Triton interpreter's kernels), so it is installed only
+when door 3 has something to watch: a torch routine needs only door 2.
+
+None of this stops code that sets out to switch the guard off (``sys.setprofile(None)``,
+``torch._C.DisableTorchFunction()``, rebinding the guard): such code is flagged for the
+instructor's review (``gpudl_instructor.submissions.review_flags``), and the verdicts are reached
+outside the student's process.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import threading
+from typing import Any, Callable, Iterator
+
+from .. import references as _references
+from ..references import ReferenceUsedError, labels as _guard_label
+from ..references import forbidden_now as _forbidden_now
+
+
+def _resolve(dotted: str) -> tuple[Any, str]:
+    module_name, _, attr = dotted.rpartition(".")
+    # allow "torch.nn.functional.conv2d" (module path) and "torch.Tensor.matmul" (class attr)
+    parts = module_name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for p in parts[cut:]:
+            obj = getattr(obj, p)
+        return obj, attr
+    raise ValueError(f"cannot resolve {dotted!r}")
+
+
+# --- door 2: torch's names for a routine ----------------------------------------------------
+
+_TORCH_ROUTINES: dict[Any, str] = {}     # torch's overridable functions: callable -> dotted name
+
+
+def _torch_routines() -> dict[Any, str]:
+    """{callable: dotted name} of every torch function that torch hands to a ``TorchFunctionMode``.
+    Built once, before any guard has replaced an attribute of torch."""
+    if not _TORCH_ROUTINES:
+        from torch.overrides import get_overridable_functions, resolve_name
+
+        for functions in get_overridable_functions().values():
+            for fn in functions:
+                dotted = resolve_name(fn)
+                if dotted:
+                    _TORCH_ROUTINES[fn] = dotted
+    return _TORCH_ROUTINES
+
+
+def _routine(dotted: str) -> str:
+    """The routine a dotted name stands for, whatever torch namespace it is in (``softmax`` for
+    ``torch.special.softmax``); a dunder (``torch.Tensor.T.__get__``) stands only for itself."""
+    last = dotted.rpartition(".")[2]
+    return dotted if last.startswith("__") else last
+
+
+def torch_names(original: Any) -> dict[Any, str]:
+    """{callable: dotted name} for every name torch gives the routine ``original``; empty when it
+    is not one of torch's overridable functions."""
+    if "torch" not in sys.modules:
+        return {}
+    routines = _torch_routines()
+    try:
+        dotted = routines.get(original)
+    except TypeError:               # not hashable: not a function
+        return {}
+    if dotted is None:
+        return {}
+    routine = _routine(dotted)
+    return {fn: name for fn, name in routines.items() if _routine(name) == routine}
+
+
+_MODE_CLASS: list[type] = []
+
+
+def _refusing_mode(refused: dict[Any, str], label: str, seen: list[str]) -> Any:
+    """A ``TorchFunctionMode`` that raises on the callables in ``refused`` (and notes them in
+    ``seen``) while its ``active`` is true, and passes every call through otherwise."""
+    if not _MODE_CLASS:
+        from torch.overrides import TorchFunctionMode
+
+        class RefuseTorchRoutines(TorchFunctionMode):
+            def __init__(self, refused: dict[Any, str], label: str, seen: list[str]):
+                super().__init__()
+                self.refused, self.label, self.seen, self.active = refused, label, seen, True
+
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                name = self.refused.get(func) if self.active else None
+                if name is not None:
+                    if not self.seen:
+                        self.seen.append(name)
+                    raise ReferenceUsedError(_library_message(name, self.label))
+                return func(*args, **(kwargs or {}))
+
+        _MODE_CLASS.append(RefuseTorchRoutines)
+    return _MODE_CLASS[0](refused, label, seen)
+
+
+# --- door 3: the profile hook ---------------------------------------------------------------------
+
+def _watch_keys(original: Any) -> list[int]:
+    """What the hook compares calls with for a library routine: its code (a Python function), the
+    C function itself (``c_call`` events), or a class's own Python ``__init__``."""
+    if isinstance(original, type):
+        init = original.__dict__.get("__init__")
+        code = getattr(init, "__code__", None)
+        return [id(code)] if code is not None else []       # a C type's calls are not events
+    return [id(getattr(original, "__code__", original))]
+
+
+def _library_message(dotted: str, label: str) -> str:
+    return f"your code calls {dotted}, which {label} asks you to do without: write the computation yourself."
+
+
+@contextlib.contextmanager
+def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[None]:
+    """Forbid package references (functions decorated with ``reference``) and library
+    routines (dotted names such as ``"torch.nn.functional.conv2d"``) inside the block; the module
+    docstring says how each is caught."""
+    refs = [f for f in forbidden if callable(f) and getattr(f, "__gpudl_reference__", False)]
+    names = [f for f in forbidden if isinstance(f, str)]
+    bad = [f for f in forbidden if not (f in refs or f in names)]
+    if bad:
+        raise TypeError(f"guard() takes reference functions or dotted names, got {bad!r}")
+    seen: list[str] = []
+    patched: list[tuple[Any, str, Any]] = []
+    watched: dict[int, str] = {}          # id(code object or C function) -> dotted name
+    underneath: dict[int, str] = {}       # id(code of a reference's function underneath) -> its name
+    refused: dict[Any, str] = {}          # torch's callables for the forbidden torch routines
+    for r in refs:
+        code = _references.code_of(r)
+        if code is not None:
+            underneath[id(code)] = f"{r.__module__}.{r.__qualname__}"
+    originals = []
+    for dotted in names:
+        owner, attr = _resolve(dotted)
+        originals.append((owner, attr, getattr(owner, attr), dotted))
+    for _owner, _attr, original, dotted in originals:
+        by_torch = torch_names(original)                # before any attribute of torch is replaced
+        refused.update(by_torch)
+        if not by_torch:
+            watched.update(dict.fromkeys(_watch_keys(original), dotted))
+    wrapper_code = _references.WRAPPER_CODE
+
+    def blocker(dotted: str) -> Callable:
+        def blocked(*_a, **_k):
+            raise ReferenceUsedError(_library_message(dotted, label))
+        return blocked
+
+    def hook(frame, event, arg):
+        if event == "c_call":
+            hit = watched.get(id(arg))
+        elif event == "call":
+            key = id(frame.f_code)
+            hit = watched.get(key)
+            if hit is None and key in underneath:
+                caller = frame.f_back
+                # Through the wrapper (which checked its caller), or from the package itself: fine.
+                if caller is None or not (caller.f_code is wrapper_code or _references.in_package(caller.f_code)):
+                    hit = underneath[key]
+        else:
+            return
+        if hit and not seen:
+            seen.append(hit)
+
+    hooked = bool(watched or underneath)
+    modes = [_refusing_mode(refused, label, seen)] if refused else []
+
+    def thread_start(frame, event, arg):
+        """The first event of a thread started inside the block: the same watch there."""
+        sys.setprofile(hook if hooked else None)
+        if modes:
+            thread_mode = _refusing_mode(refused, label, seen)
+            modes.append(thread_mode)
+            thread_mode.__enter__()      # left on that thread's stack; inactive once the block ends
+        if hooked:
+            hook(frame, event, arg)
+
+    added = [id(r) for r in refs if id(r) not in _forbidden_now]
+    watching = hooked or bool(modes)
+    previous_profile = sys.getprofile()
+    previous_thread_profile = threading.getprofile()
+    entered = False
+    try:
+        for owner, attr, original, dotted in originals:
+            patched.append((owner, attr, original))
+            setattr(owner, attr, blocker(dotted))
+        _forbidden_now.update(added)
+        _guard_label.append(label)
+        if modes:
+            modes[0].__enter__()
+            entered = True
+        if watching:
+            if hooked:
+                sys.setprofile(hook)
+            threading.setprofile(thread_start)
+        yield
+    except Exception as exc:
+        if not seen or isinstance(exc, ReferenceUsedError):
+            raise
+        # what the code raised after a refusal it did not see (in a thread, or caught) follows from it
+    finally:
+        if watching:
+            if hooked:
+                sys.setprofile(previous_profile)
+            threading.setprofile(previous_thread_profile)
+        for mode in modes:
+            mode.active = False
+        if entered:
+            modes[0].__exit__(None, None, None)
+        _guard_label.pop() if _guard_label else None
+        _forbidden_now.difference_update(added)
+        for owner, attr, original in reversed(patched):
+            setattr(owner, attr, original)
+    if seen:
+        if seen[0] in underneath.values():
+            raise ReferenceUsedError(f"your code calls {seen[0]} (the function underneath the package's reference "
+                                     f"for {label}). The exercise is to write it yourself: replace that call with "
+                                     "your own code.")
+        raise ReferenceUsedError(_library_message(seen[0], label))
+
+
+__all__ = ["guard", "torch_names"]
