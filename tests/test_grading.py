@@ -236,6 +236,17 @@ def test_guard_refuses_matmul_as_the_operator_too_and_not_its_neighbours():
     assert grading.call_student(lambda: torch.mm(a, b), forbid=["torch.matmul"]).shape == (2, 2)
 
 
+def test_guard_refuses_torchs_private_operators_imported_early():
+    """torch._softmax and the like are not in torch's list of overridable functions, yet torch hands
+    their calls to the mode too: refused without the hook."""
+    from torch import _softmax as early
+
+    x = torch.randn(2, 3)
+    with pytest.raises(ReferenceUsedError, match="torch._softmax"):
+        grading.call_student(lambda: early(x, 1, False), forbid=["torch._softmax"])
+    assert torch.allclose(early(x, 1, False), x.softmax(1))
+
+
 def test_a_caught_refusal_still_fails_the_call():
     x = torch.randn(2, 2)
 
@@ -265,10 +276,12 @@ def test_the_profile_hook_runs_only_when_something_needs_it():
     inside = {}
     for name, forbid in {"torch": ["torch.softmax", "torch.nn.functional.conv2d"], "numpy": ["numpy.einsum"],
                          "class": ["torch.nn.LSTM"], "reference": [_ref_square],
-                         "C type": ["numpy.float16"]}.items():
+                         "C type": ["numpy.float16"], "torch's private operators": ["torch._int_mm", "torch._C._nn.im2col"]
+                         }.items():
         with grading.guard(*forbid):
             inside[name] = sys.getprofile() is not None
-    assert inside == {"torch": False, "numpy": True, "class": True, "reference": True, "C type": False}
+    assert inside == {"torch": False, "numpy": True, "class": True, "reference": True, "C type": False,
+                      "torch's private operators": False}
     assert sys.getprofile() is None
 
 

@@ -15,8 +15,8 @@ watched at more than one door:
 2. **torch's other names for it.** A torch routine is caught under every name torch gives it
    (``torch.softmax`` is also ``x.softmax``, ``torch.nn.functional.softmax`` and
    ``torch.special.softmax``; ``torch.matmul`` is also ``x.matmul`` and ``a @ b``), and under any
-   alias made before the block: torch hands every call of its overridable functions to the active
-   ``TorchFunctionMode``, which here refuses the forbidden ones.
+   alias made before the block: torch hands every call of its operators (``handed_to_modes``) to
+   the active ``TorchFunctionMode``, which here refuses the forbidden ones.
 3. **Aliases of everything else.** A routine imported earlier under another name, or the function
    underneath a reference (reached through the wrapper's ``__closure__``, or rebuilt from its code),
    is noticed by a profile hook (``sys.setprofile``) that compares each call's code or C function
@@ -102,6 +102,30 @@ def torch_names(original: Any) -> dict[Any, str]:
     return {fn: name for fn, name in routines.items() if _routine(name) == routine}
 
 
+# The modules of torch's generated operator bindings besides torch._C._VariableFunctions (torch.*)
+_BINDINGS = {"torch._C._nn", "torch._C._special", "torch._C._linalg", "torch._C._fft", "torch._C._nested",
+             "torch._C._sparse"}
+
+
+def handed_to_modes(original: Any) -> bool:
+    """Whether torch hands every call of ``original`` to the active ``TorchFunctionMode``: its
+    overridable functions, and every generated binding of an operator, the private ones too
+    (``torch._int_mm``, ``torch._softmax``), which ``get_overridable_functions`` leaves out."""
+    if "torch" not in sys.modules:
+        return False
+    torch = sys.modules["torch"]
+    try:
+        if original in _torch_routines():
+            return True
+    except TypeError:
+        return False
+    name = getattr(original, "__name__", None)
+    if name and getattr(torch._C._VariableFunctions, name, None) is original:
+        return True
+    owner = getattr(original, "__self__", None)
+    return getattr(owner, "__name__", None) in _BINDINGS
+
+
 _MODE_CLASS: list[type] = []
 
 
@@ -168,9 +192,10 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
         owner, attr = _resolve(dotted)
         originals.append((owner, attr, getattr(owner, attr), dotted))
     for _owner, _attr, original, dotted in originals:
-        by_torch = torch_names(original)                # before any attribute of torch is replaced
-        refused.update(by_torch)
-        if not by_torch:
+        if handed_to_modes(original):                   # before any attribute of torch is replaced
+            refused.update(torch_names(original))
+            refused[original] = dotted
+        else:
             watched.update(dict.fromkeys(_watch_keys(original), dotted))
     wrapper_code = _references.WRAPPER_CODE
 
@@ -252,4 +277,4 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
         raise ReferenceUsedError(_library_message(seen[0], label))
 
 
-__all__ = ["guard", "torch_names"]
+__all__ = ["guard", "handed_to_modes", "torch_names"]

@@ -42,8 +42,12 @@ from .expected import expected
 LAB = "lab05"
 
 # Library routines that would do an exercise's work: a student may not call them.
+# (The guard refuses each under every name torch gives it: torch.conv1d is also F.conv1d.)
 TORCH_CONV = ["torch.nn.functional.conv2d", "torch.conv2d", "torch.nn.functional.conv_transpose2d",
-              "torch.nn.functional.unfold", "torch.nn.functional.fold", "torch.Tensor.unfold"]
+              "torch.nn.functional.unfold", "torch.nn.functional.fold", "torch.Tensor.unfold",
+              # the same work under other shapes or names: a 2-D convolution is a 3-D one of depth 1
+              "torch.convolution", "torch._convolution", "torch.conv1d", "torch.conv3d", "torch.conv_tbc",
+              "torch.conv_transpose1d", "torch.conv_transpose3d", "torch._C._nn.im2col", "torch._C._nn.col2im"]
 
 
 # --- 1. strides and offsets ------------------------------------------------------------------
