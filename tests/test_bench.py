@@ -410,6 +410,28 @@ def test_matmul_benchmark_on_the_cpu():
     assert any("do_bench needs a GPU" in n for n in table.notes)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(CUDA, reason="the CPU table")
+def test_startup_benchmark_times_each_first_call_in_fresh_processes():
+    table = benchmarks.run("startup", ["--quick", "--processes", "2"])
+    assert [r["step"] for r in table.rows] == ["import torch", "first matmul 256^3", "second matmul 256^3",
+                                               "first conv2d 3x3, 64 ch, 56 x 56", "second conv2d"]
+    for r in table.rows:
+        assert 0 < r["min ms"] <= r["median ms"] <= r["max ms"]
+    assert table.rows[0]["min ms"] > 50            # importing torch: a fresh process each time, not this one's
+    with pytest.raises(ValueError, match="--processes"):
+        benchmarks.run("startup", ["--processes", "0"])
+
+
+@pytest.mark.skipif(CUDA, reason="the refusal is a machine without a GPU's")
+def test_startup_benchmark_reports_a_fresh_process_that_failed(monkeypatch):
+    from gpudl import hardware
+
+    monkeypatch.setattr(hardware, "device", lambda: "cuda")     # no GPU here: the child cannot make its context
+    with pytest.raises(RuntimeError, match="(?s)fresh process failed .exit status 1.*CUDA"):
+        benchmarks.run("startup", ["--processes", "1", "-n", "64"])
+
+
 def test_the_cli_finds_the_benchmark():
     from gpudl import benchmarks
 

@@ -22,6 +22,11 @@ def _matmul(dtype: str, key: str = "TFLOP/s", n: int = 8192) -> float:
     return value("matmul", key, "H200", dtype=dtype, n=n)
 
 
+def _startup(step: str) -> float:
+    """The median ms of one step of `gpudl bench startup --record` on the H200 (course/data/bench_startup.json)."""
+    return value("startup", "median ms", "H200", step=step)
+
+
 def _host_us(ns) -> list[float]:
     """The record's host time per torch.matmul call, as section 7's cell prints it (NaN where they differ)."""
     kept = [r["host us/call"] for r in recorded("matmul", gpu="H200")]
@@ -53,6 +58,14 @@ FIGURES = [
     Figure("prints about 13,500,000 GFLOP/s (13,500 TFLOP/s), 200 times the H200's FP32 peak", 200,
            lambda ns: ns["h200_lecture_code_tflops"] * T / hardware.peak_flops("H200", "fp32"), rtol=0.02),
     Figure("on a simulated GPU running FP32 at 51 TFLOP/s", 51, lambda ns: ns["h200_fp32_measured"] / T),
+    # First calls in a new process: the startup record
+    Figure("137 ms for the context", 137, lambda ns: _startup("CUDA context (first tensor on the GPU)"), atol=0.5, rtol=0),
+    Figure("110 ms for the first 4096^3 BF16 matmul", 110, lambda ns: _startup("first matmul 4096^3"), atol=0.5, rtol=0),
+    Figure("against 0.33 ms for the second", 0.33, lambda ns: _startup("second matmul 4096^3"), atol=0.005, rtol=0),
+    Figure("140 ms for the first cuDNN", 140, lambda ns: _startup("first conv2d 3x3, 64 ch, 56 x 56"), atol=0.5, rtol=0),
+    Figure("convolution against 0.31 ms", 0.31, lambda ns: _startup("second conv2d"), atol=0.005, rtol=0),
+    Figure("3.5 s for `import torch`", 3.5, lambda ns: _startup("import torch") / 1e3, atol=0.05, rtol=0),
+    Figure("printed below): 137 ms", 137, lambda ns: ns["startup_record"].rows[1]["median ms"], atol=0.5, rtol=0),
     # Timing
     Figure("simulated work of 4 ms", 4, lambda ns: ns["runs"]["simulated kernel, 4 ms"].median * 1e3, rtol=0.25),
     Figure("whose first call costs 50 ms of host time", 50, None,
