@@ -23,9 +23,11 @@ watched at more than one door:
    with the forbidden ones; the block raises when it ends. A class is watched through its own
    Python ``__init__``; a class written in C (``numpy.float16``) only through its name.
 
-Threads started inside the block get the same watch (doors 2 and 3). The hook costs time on every
-call the interpreter makes (about 2x on the Triton interpreter's kernels), so it is installed only
-when door 3 has something to watch: a torch routine needs only door 2.
+A refusal counts even when the code catches it and goes on: the block raises when it ends, naming
+the first forbidden call. Threads started inside the block get the same watch (doors 2 and 3).
+The hook costs time on every call the interpreter makes (about 2x on the Triton interpreter's
+kernels), so it is installed only when door 3 has something to watch: a torch routine needs only
+door 2.
 
 None of this stops code that sets out to switch the guard off (``sys.setprofile(None)``,
 ``torch._C.DisableTorchFunction()``, rebinding the guard): such code is flagged for the
@@ -201,6 +203,8 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
 
     def blocker(dotted: str) -> Callable:
         def blocked(*_a, **_k):
+            if not seen:
+                seen.append(dotted)
             raise ReferenceUsedError(_library_message(dotted, label))
         return blocked
 
