@@ -272,7 +272,7 @@ def test_nested_guards_each_keep_their_routines_forbidden():
 
 
 def test_the_profile_hook_runs_only_when_something_needs_it():
-    """The hook costs time on every call (2-3x on the Triton interpreter); a torch routine is
+    """The hook costs time on every call (about 3x on the Triton interpreter); a torch routine is
     caught without it, a numpy routine, a class's __init__ and a reference's function underneath need it."""
     inside = {}
     for name, forbid in {"torch": ["torch.softmax", "torch.nn.functional.conv2d"], "numpy": ["numpy.einsum"],

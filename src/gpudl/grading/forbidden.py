@@ -25,7 +25,7 @@ watched at more than one door:
 
 A refusal counts even when the code catches it and goes on: the block raises when it ends, naming
 the first forbidden call. Threads started inside the block get the same watch (doors 2 and 3).
-The hook costs time on every call the interpreter makes (2-3x on the Triton interpreter's
+The hook costs time on every call the interpreter makes (about 3x on the Triton interpreter's
 kernels), so it is installed only when door 3 has something to watch: a torch routine needs only
 door 2.
 
