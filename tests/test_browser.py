@@ -148,14 +148,13 @@ def run(page, cell, tries: int = 3) -> None:
                 raise
 
 
-def patient_expect():
-    """Playwright's ``expect``, waiting up to 60 s. Its default is 5 s, whatever the page's timeout:
+def patient_expect() -> None:
+    """Make Playwright's ``expect`` wait up to 60 s. Its default is 5 s, whatever the page's timeout:
     on a 2-core CI machine grading a class beside the browser, JupyterLab took longer than that to
     open a notebook (START.ipynb; a lab, when this test ran first; November 2026)."""
     from playwright.sync_api import expect
 
     expect.set_options(timeout=60_000)
-    return expect
 
 
 @contextlib.contextmanager
