@@ -180,3 +180,51 @@ def test_a_kernel_shows_the_teaching_message_only_and_one_line_on_success(tmp_pa
         leaks = [t for t in _GRADER_TRACES if t in shown]
         assert not leaks, f"cell {name!r} shows grader internals {leaks}:\n{shown}"
         assert PASSED not in "".join(o.get("text", "") for o in cells[name].outputs)
+
+
+# --- lab 07's kernel with the GPU's 64 x 64 tiles ------------------------------------------------------
+
+def _kernel_from_cell(source: str, path):
+    """The @triton.jit kernel a cell's source defines (Triton reads a kernel's source from its file)."""
+    import importlib.util
+
+    path.write_text("import triton\nimport triton.language as tl\n\n" + source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.attention_kernel
+
+
+@pytest.mark.parametrize("mutant", [None, "lab07_attention/attention_kernel__no_rescale"])
+def test_lab07_kernel_cases_cross_key_blocks_with_a_gpus_tiles(mutant, monkeypatch, tmp_path):
+    """On a GPU the kernel's tiles are 64 x 64; the visible and hidden cases must still span several
+    key blocks there, or a kernel that never rescales its accumulator passes them (it lost only the
+    speed test's points on an H200). Run here in the interpreter with the GPU's tiles."""
+    import math
+
+    import torch
+    import triton
+
+    from gpudl.grading import GradingError, lab07
+    from gpudl_instructor.checks import lab07 as hidden
+
+    source = notebooks.find_cell(_solution("lab07_attention"), "attention_kernel").source
+    if mutant is not None:
+        source = next(m for m in MUTANTS if m.id == mutant).planted(source)
+    kernel = _kernel_from_cell(source, tmp_path / "kernel_under_test.py")
+    monkeypatch.setattr(lab07, "_block", lambda: 64)
+
+    def wrapper(q, k, v, causal=False):
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        z, lq, d = q.shape
+        out = torch.empty_like(q)
+        kernel[(triton.cdiv(lq, 64), z)](q, k, v, out, lq, k.shape[1], 1.0 / math.sqrt(d),
+                                         HEAD_DIM=d, BLOCK_M=64, BLOCK_N=64, CAUSAL=causal)
+        return out
+
+    for check in (lab07.attention_kernel, hidden.attention_kernel):
+        if mutant is None:
+            check(wrapper, kernel)
+        else:
+            with pytest.raises(GradingError):
+                check(wrapper, kernel)
