@@ -271,6 +271,29 @@ def test_nested_guards_each_keep_their_routines_forbidden():
     assert x.softmax(1).shape == (2, 2) and (x @ x).shape == (2, 2)
 
 
+def test_the_guard_leaves_torchs_mode_stack_as_it_found_it():
+    """The guard pops down to the depth it found: a mode the code pushed and left goes too, and a
+    mode the code popped (the guard's own) does not cost an outer guard its mode."""
+    from torch.overrides import TorchFunctionMode, _pop_mode
+
+    class Theirs(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(2, 2)
+    depth = torch._C._len_torch_function_stack()
+    with grading.guard("torch.softmax", label="softmax"):
+        Theirs().__enter__()                 # pushed by the code under the guard and never left
+    assert torch._C._len_torch_function_stack() == depth
+    with pytest.raises(ReferenceUsedError, match="outer"):
+        with grading.guard("torch.matmul", label="outer"):
+            with grading.guard("torch.softmax", label="inner"):
+                _pop_mode()                  # the code pops the inner guard's mode
+            x @ x                            # the outer guard's is still there
+    assert torch._C._len_torch_function_stack() == depth
+    assert (x @ x).shape == (2, 2)
+
+
 def test_the_profile_hook_runs_only_when_something_needs_it():
     """The hook costs time on every call (about 3x on the Triton interpreter); a torch routine is
     caught without it, a numpy routine, a class's __init__ and a reference's function underneath need it."""

@@ -37,6 +37,7 @@ outside the student's process.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import sys
 import threading
@@ -88,20 +89,25 @@ def _routine(dotted: str) -> str:
     return dotted if last.startswith("__") else last
 
 
+def _overridable_name(original: Any) -> str | None:
+    """``original``'s dotted name among torch's overridable functions; None when it is not one
+    (or torch is not imported, or ``original`` is not hashable, so not a function)."""
+    if "torch" not in sys.modules:
+        return None
+    try:
+        return _torch_routines().get(original)
+    except TypeError:
+        return None
+
+
 def torch_names(original: Any) -> dict[Any, str]:
     """{callable: dotted name} for every name torch gives the routine ``original``; empty when it
     is not one of torch's overridable functions."""
-    if "torch" not in sys.modules:
-        return {}
-    routines = _torch_routines()
-    try:
-        dotted = routines.get(original)
-    except TypeError:               # not hashable: not a function
-        return {}
+    dotted = _overridable_name(original)
     if dotted is None:
         return {}
     routine = _routine(dotted)
-    return {fn: name for fn, name in routines.items() if _routine(name) == routine}
+    return {fn: name for fn, name in _torch_routines().items() if _routine(name) == routine}
 
 
 # The modules of torch's generated operator bindings besides torch._C._VariableFunctions (torch.*)
@@ -113,13 +119,10 @@ def handed_to_modes(original: Any) -> bool:
     """Whether torch hands every call of ``original`` to the active ``TorchFunctionMode``: its
     overridable functions, and every generated binding of an operator, the private ones too
     (``torch._int_mm``, ``torch._softmax``), which ``get_overridable_functions`` leaves out."""
-    if "torch" not in sys.modules:
-        return False
-    torch = sys.modules["torch"]
-    try:
-        if original in _torch_routines():
-            return True
-    except TypeError:
+    if _overridable_name(original) is not None:
+        return True
+    torch = sys.modules.get("torch")
+    if torch is None:
         return False
     name = getattr(original, "__name__", None)
     if name and getattr(torch._C._VariableFunctions, name, None) is original:
@@ -128,30 +131,46 @@ def handed_to_modes(original: Any) -> bool:
     return getattr(owner, "__name__", None) in _BINDINGS
 
 
-_MODE_CLASS: list[type] = []
+@functools.cache
+def _refusing_mode_class() -> type:
+    """The class of ``_refusing_mode`` (made on first use: torch is imported only where needed)."""
+    from torch.overrides import TorchFunctionMode
+
+    class RefuseTorchRoutines(TorchFunctionMode):
+        def __init__(self, refused: dict[Any, str], label: str, seen: list[str]):
+            super().__init__()
+            self.refused, self.label, self.seen, self.active = refused, label, seen, True
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = self.refused.get(func) if self.active else None
+            if name is not None:
+                if not self.seen:
+                    self.seen.append(name)
+                raise ReferenceUsedError(_library_message(name, self.label))
+            return func(*args, **(kwargs or {}))
+
+    return RefuseTorchRoutines
 
 
 def _refusing_mode(refused: dict[Any, str], label: str, seen: list[str]) -> Any:
     """A ``TorchFunctionMode`` that raises on the callables in ``refused`` (and notes them in
     ``seen``) while its ``active`` is true, and passes every call through otherwise."""
-    if not _MODE_CLASS:
-        from torch.overrides import TorchFunctionMode
+    return _refusing_mode_class()(refused, label, seen)
 
-        class RefuseTorchRoutines(TorchFunctionMode):
-            def __init__(self, refused: dict[Any, str], label: str, seen: list[str]):
-                super().__init__()
-                self.refused, self.label, self.seen, self.active = refused, label, seen, True
 
-            def __torch_function__(self, func, types, args=(), kwargs=None):
-                name = self.refused.get(func) if self.active else None
-                if name is not None:
-                    if not self.seen:
-                        self.seen.append(name)
-                    raise ReferenceUsedError(_library_message(name, self.label))
-                return func(*args, **(kwargs or {}))
+def _mode_depth() -> int:
+    """How many modes are on this thread's stack of torch function modes."""
+    return sys.modules["torch"]._C._len_torch_function_stack()
 
-        _MODE_CLASS.append(RefuseTorchRoutines)
-    return _MODE_CLASS[0](refused, label, seen)
+
+def _unwind_modes(depth: int) -> None:
+    """Pop this thread's torch function modes down to ``depth``: the guard's own, and any mode the
+    student's code pushed above it and left there. A mode below ``depth`` (an outer guard's) stays,
+    even when the code popped the guard's own mode."""
+    from torch.overrides import _pop_mode
+
+    while _mode_depth() > depth:
+        _pop_mode()
 
 
 # --- door 3: the profile hook ---------------------------------------------------------------------
@@ -241,7 +260,7 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
     watching = hooked or bool(modes)
     previous_profile = sys.getprofile()
     previous_thread_profile = threading.getprofile()
-    entered = False
+    depth = None                          # the mode stack's depth before the guard's mode, once pushed
     try:
         for owner, attr, original, dotted in originals:
             patched.append((owner, attr, original))
@@ -249,8 +268,8 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
         _forbidden_now.update(added)
         _guard_label.append(label)
         if modes:
+            depth = _mode_depth()
             modes[0].__enter__()
-            entered = True
         if watching:
             if hooked:
                 sys.setprofile(hook)
@@ -267,8 +286,8 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             threading.setprofile(previous_thread_profile)
         for mode in modes:
             mode.active = False
-        if entered:
-            modes[0].__exit__(None, None, None)
+        if depth is not None:
+            _unwind_modes(depth)
         _guard_label.pop() if _guard_label else None
         _forbidden_now.difference_update(added)
         for owner, attr, original in reversed(patched):
