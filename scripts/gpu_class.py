@@ -8,7 +8,9 @@
 solution cells), SUBS/m-NAME/LAB.ipynb for each mutant of tests/mutants/LAB (those of the named
 exercises only, when some are named) and, with ``--release``, SUBS/release/LAB.ipynb (the hand-out
 as it is). ``check`` reads OUT/grades.csv: every copy must keep full marks, every mutant must lose
-points, the release must score 0; it prints the counts and every exception, and exits 1 on any.
+points, the release must score 0; it prints the counts and every exception, and exits 1 on any. It
+also notes each mutant whose lost points differ from the tests its header's ``fails:`` names (on a
+GPU the cases differ from the CPU's, where the headers are checked).
 """
 from __future__ import annotations
 
@@ -48,6 +50,9 @@ def make(lab: str, subs: Path, copies: int, with_mutants: bool, exercises: list[
     print(f"{subs}: {copies} copies of the solution, {n} mutants" + (", the release" if release else ""))
 
 
+_NOT_CELLS = {"student", "status", "score", "max_score", "percent", "reason", "notes", "late", "lms_id"}
+
+
 def check(lab: str, out: Path) -> int:
     from conftest import all_mutants
 
@@ -62,12 +67,20 @@ def check(lab: str, out: Path) -> int:
             bad += 1
             print(f"  {r['student']}: {r['score']}/{r['max_score']} {r['status']} {r['reason']} {r['notes'][:400]}")
     caught = 0
+    top = full[0] if full else None          # a full-marks copy: each test cell's points
     for s, r in sorted(rows.items()):
         if not s.startswith("m-"):
             continue
         name = s[2:]
         if r["status"] != "graded" or float(r["score"]) < float(r["max_score"]):
             caught += 1
+            if top is not None and r["status"] == "graded":
+                lost = sorted(c for c in fails.get(name, ()) if c in r and float(r[c]) < float(top[c]))
+                also = sorted(c for c in r if c not in _NOT_CELLS and c not in fails.get(name, ())
+                              and float(r[c]) < float(top[c]))
+                if len(lost) < len(fails.get(name, ())) or also:
+                    print(f"  note: mutant {name} lost points in {', '.join(lost + also)} "
+                          f"(its header names {', '.join(fails.get(name, ()))})")
         else:
             bad += 1
             print(f"  mutant {name} kept {r['score']}/{r['max_score']} (should lose {', '.join(fails.get(name, ()))})")
