@@ -135,6 +135,46 @@ def test_guard_refuses_library_routines_even_when_imported_early():
     assert sys.getprofile() is None
 
 
+def test_guard_refuses_numpys_functions_imported_early():
+    """numpy's functions are dispatchers written in C around a Python implementation: a name bound
+    before the block (``from numpy import einsum``) is caught through the implementation's code."""
+    from numpy import einsum as early_einsum, tensordot as early_tensordot
+
+    a = np.ones((2, 2))
+    for fn, name in ((lambda: early_einsum("ij,jk->ik", a, a), "numpy.einsum"),
+                     (lambda: early_tensordot(a, a, 1), "numpy.tensordot")):
+        with pytest.raises(ReferenceUsedError, match=name):
+            grading.call_student(fn, forbid=[name])
+    assert early_einsum("ij,jk->ik", a, a).shape == (2, 2)
+
+
+def test_guard_refuses_torchs_private_binding_of_a_routine():
+    a = torch.ones(2, 2)
+    with pytest.raises(ReferenceUsedError, match="einsum"):
+        grading.call_student(lambda: torch._VF.einsum("ij,jk->ik", [a, a]), forbid=["torch.einsum"])
+
+
+@pytest.mark.parametrize("cheat", ["dot", "einsum", "matmul", "baddbmm"])
+def test_lab03_batched_refuses_library_products_bound_before_the_check(cheat):
+    """Names a notebook binds at its top (``from numpy import dot``) before the check runs."""
+    from numpy import dot, einsum, matmul
+
+    from gpudl.grading import lab03
+
+    def batched(A, B):
+        if cheat == "dot":                       # every A[b] @ B[c], then the diagonal b = c
+            return dot(A, B)[np.arange(A.shape[0]), :, np.arange(A.shape[0]), :]
+        if cheat == "einsum":
+            return einsum("bik,bkj->bij", A, B)
+        if cheat == "matmul":
+            return matmul(A, B)
+        zeros = torch.zeros(A.shape[0], A.shape[1], B.shape[2], dtype=torch.float64)
+        return torch.baddbmm(zeros, torch.from_numpy(np.asarray(A)), torch.from_numpy(np.asarray(B))).numpy()
+
+    with pytest.raises(GradingError, match=cheat):
+        lab03.batched(batched)
+
+
 def _underneath(ref):
     """The function under a @reference wrapper, fished out of its closure as a student could."""
     from gpudl.references import code_of

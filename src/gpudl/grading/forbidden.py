@@ -101,13 +101,19 @@ def _overridable_name(original: Any) -> str | None:
 
 
 def torch_names(original: Any) -> dict[Any, str]:
-    """{callable: dotted name} for every name torch gives the routine ``original``; empty when it
-    is not one of torch's overridable functions."""
+    """{callable: dotted name} for every name torch gives the routine ``original``, its private
+    bindings included (``torch._VF.einsum`` for ``torch.einsum``); empty when it is not one of
+    torch's overridable functions."""
     dotted = _overridable_name(original)
     if dotted is None:
         return {}
     routine = _routine(dotted)
-    return {fn: name for fn, name in _torch_routines().items() if _routine(name) == routine}
+    names = {fn: name for fn, name in _torch_routines().items() if _routine(name) == routine}
+    for module in ("torch._C._VariableFunctions", *_BINDINGS):
+        binding = getattr(_resolve(module + ".x")[0], routine, None)
+        if binding is not None and binding not in names:
+            names[binding] = f"{module}.{routine}"
+    return names
 
 
 # The modules of torch's generated operator bindings besides torch._C._VariableFunctions (torch.*)
@@ -177,12 +183,18 @@ def _unwind_modes(depth: int) -> None:
 
 def _watch_keys(original: Any) -> list[int]:
     """What the hook compares calls with for a library routine: its code (a Python function), the
-    C function itself (``c_call`` events), or a class's own Python ``__init__``."""
+    C function itself (``c_call`` events), or a class's own Python ``__init__``; and the same of
+    what it wraps (``__wrapped__``: numpy's functions are dispatchers written in C, whose calls are
+    no events, around a Python implementation, whose calls are)."""
     if isinstance(original, type):
         init = original.__dict__.get("__init__")
         code = getattr(init, "__code__", None)
         return [id(code)] if code is not None else []       # a C type's calls are not events
-    return [id(getattr(original, "__code__", original))]
+    keys = [id(getattr(original, "__code__", original))]
+    wrapped = getattr(original, "__wrapped__", None)
+    if callable(wrapped) and wrapped is not original:
+        keys += _watch_keys(wrapped)
+    return keys
 
 
 def _library_message(dotted: str, label: str) -> str:
