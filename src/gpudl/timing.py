@@ -137,15 +137,19 @@ def time_cpu(fn: Callable[[], Any], *, warmup: int = 1, min_runs: int = 5, max_r
     return Measurement(tuple(times), what=what, device="cpu", method="perf_counter", warmup=warmup)
 
 
+def flush_bytes(l2_bytes: int) -> int:
+    """The bytes zeroed to flush an L2 cache of ``l2_bytes``: twice the cache, and at least 256 MiB."""
+    return max(2 * l2_bytes, 256 * 2**20)
+
+
 def _l2_flush_buffer(device_index: int):
-    """A buffer of twice the GPU's L2 cache, and at least 256 MB; zeroing it evicts whatever
-    was cached. Like do_bench, each measurement allocates its own (from torch's caching
-    allocator, so it is cheap), which leaves the timed work's tensors where do_bench's are."""
+    """A buffer of ``flush_bytes`` of the GPU's L2 cache; zeroing it evicts whatever was cached.
+    Like do_bench, each measurement allocates its own (from torch's caching allocator, so it is
+    cheap), which leaves the timed work's tensors where do_bench's are."""
     import torch
 
     l2 = int(getattr(torch.cuda.get_device_properties(device_index), "L2_cache_size", 0)) or 64 * 2**20
-    nbytes = max(2 * l2, 256 * 2**20)
-    return torch.empty(nbytes // 4, dtype=torch.int32, device=f"cuda:{device_index}")
+    return torch.empty(flush_bytes(l2) // 4, dtype=torch.int32, device=f"cuda:{device_index}")
 
 
 def _nothing() -> None:

@@ -80,18 +80,23 @@ GLUON = ("`scripts/gluon_probe.py --sizes 2048 4096 8192 --rounds 3` (two calls)
          "more) on the H200 (2026-11-28, the fifth session of the day); a probe, not a record (median of the rounds "
          "against FP16, L2 flushed): ")
 
-PINGPONG = ("`scripts/gluon_probe.py --sizes 2048 4096 8192 --rounds 3 --only 0 14 15 16 17 18 19` on the H200 "
-            "(2026-11-28, the sixth session of the day); a probe, not a record (median of three rounds against FP16, "
-            "L2 flushed): ")
+def _flush_bytes(gpu: str) -> int:
+    """The bytes ``gpudl.timing.time_cuda`` zeroes to flush L2 on ``gpu``: twice its L2, at least 256 MiB."""
+    from gpudl import timing
 
-OPERANDS = ("an inline probe on the H200 (2026-11-28, sixth session): torch.matmul FP16 at 8192^3, randn operands and "
-            "torch.randint(-127, 128) INT8 operands as FP16, warmed 2 s together, then timed in turns with "
-            "gpudl.bench.time_cuda (budget 1 s), three rounds: ")
+    return timing.flush_bytes(hardware.get_spec(gpu).l2_kib * 1024)
 
-PROBE = ("`scripts/int8_probe.py --flush --sizes 2048` on the H200 (2026-11-28, the fourth session of the day), "
-         "before the lean path: ")
 
 FIGURES = [
+    # what the lecture takes up: three of TensorRT's steps, and the three it leaves
+    Figure("takes three of TensorRT's steps one by one", 3, None,
+           why="the steps the sentence names: fusion, INT8 quantization and kernel auto-tuning (batching, named "
+               "after them, is not one of TensorRT's features)"),
+    Figure("Three of TensorRT's six features have been built here", 3, None,
+           why="the section's list: precision calibration, layer and tensor fusion, kernel auto-tuning"),
+    Figure("Three of TensorRT's six features have been built here", 6, None,
+           why="the three built and the three the section names next: dynamic tensor memory, multi-stream "
+               "execution, time fusion"),
     # the tools: the lecture's ncu line, its NVTX timeline and its DLProf tables (numbers as the deck prints them)
     Figure("four counters per kernel", 4, lambda ns: len(_LECTURE_NCU_METRICS)),
     Figure("keeps the two DRAM counters", 2, lambda ns: len(profiling.NCU_BYTES)),
@@ -229,61 +234,23 @@ FIGURES = [
     Figure("(1.40x at 2048^3, 1.65x at 4096^3)", 1.65, lambda ns: _int8(4096, "layer", "speed-up", "H200"), atol=0.005,
            rtol=0),
     Figure("(1.40x at 2048^3, 1.65x at 4096^3)", 1.65, lambda ns: _fastest(4096, "H200"), atol=0.005, rtol=0),
-    Figure("the first of three runs that day gave it 0.73x at 2048^3", 0.73, None,
-           why="the first of three `gpudl bench inference --record` runs on the H200 (2026-11-28), which later runs "
-               "replaced (a record keeps one run per GPU); quoted from its table"),
-    Figure("stayed between 1.27x and 1.30x", 1.27, lambda ns: _int8(2048, "triton", "speed-up", "H200"), atol=0.005,
-           rtol=0),
-    Figure("stayed between 1.27x and 1.30x", 1.30, None,
-           why="the second H200 run of the day (2026-11-28), replaced in the record by the third; its Triton INT8 row "
-               "at 2048^3 (the first run gave 1.28x)"),
     Figure("runs for about 20 us", 20, lambda ns: _int8(2048, "triton", "graph ms", "H200") * 1e3, atol=2.5, rtol=0),
+    Figure("by zeroing 256 MiB, at least 56 us at the H200's 4.8 TB/s", 256, lambda ns: _flush_bytes("H200") / 2**20),
+    Figure("by zeroing 256 MiB, at least 56 us at the H200's 4.8 TB/s", 56,
+           lambda ns: _flush_bytes("H200") / hardware.peak_bandwidth("H200") * 1e6, atol=0.5, rtol=0),
+    Figure("by zeroing 256 MiB, at least 56 us at the H200's 4.8 TB/s", 4.8,
+           lambda ns: hardware.peak_bandwidth("H200") / 1e12),
     Figure("(1.28x for the Triton kernel, 1.36x for the layer's\nform at 2048^3)", 1.28,
            lambda ns: _int8(2048, "triton", "graph speed-up", "H200"), atol=0.005, rtol=0),
     Figure("(1.28x for the Triton kernel, 1.36x for the layer's\nform at 2048^3)", 1.36,
            lambda ns: _int8(2048, "layer", "graph speed-up", "H200"), atol=0.005, rtol=0),
-    Figure("flushes L2 before each timed\ncall (about 80 us on the H200)", 80, None,
-           why=PROBE + "the GPU time of zeroing the 256 MB flush buffer (83 us), the flush time_cuda and do_bench use"),
-    Figure("the GPU needs about 100 us per timed call", 100, None,
-           why="the sum of the two figures before it (83 us flush + 20 us kernel), rounded"),
-    Figure("a Python call of the layer's form took 81 us to\nissue", 81, None,
-           why=PROBE + "host time per call, 300 calls issued without waiting, best of three"),
-    Figure("(the plain Triton call 64 us, `torch.matmul` 20 us)", 64, None, why=PROBE + "as above"),
-    Figure("(the plain Triton call 64 us, `torch.matmul` 20 us)", 20, None, why=PROBE + "as above (20.5 us)"),
-    Figure("0.46x per call and 1.39x\nreplayed for the layer's form", 0.46, None,
-           why="`gpudl bench inference --parts int8` on the H200 (2026-11-28, the fourth session, not recorded), "
-               "before the lean path: the layer row at 2048^3, 0.059 ms per call against 0.020 ms replayed"),
-    Figure("0.46x per call and 1.39x\nreplayed for the layer's form", 1.39, None, why="the same run's graph speed-up"),
-    Figure("(about 30 us to issue", 30, None,
-           why="the same probe after the lean path (2026-11-28, fourth session): 27.9 us the plain call, 30.9 us "
-               "the layer's form"),
     Figure("more than 15% above its replay", 15, lambda ns: _host_bound_margin(), atol=1e-9, rtol=0),
     Figure("four steps of the k-loop ahead", 4, None,
            why=GLUON + "the fastest variants keep four buffers (three cost 20% at 2048^3)"),
-    Figure("ran\nat 1.26x to 1.30x FP16 at 2048^3", 1.26, None,
-           why=GLUON + "the best variant's lowest: 1.278x, 1.300x (pipe 256x128x64), 1.256x, 1.279x (pipe "
-               "128x256x64) in the four calls (three rounds each in the first two, two in the last two)"),
-    Figure("ran\nat 1.26x to 1.30x FP16 at 2048^3", 1.30, None, why=GLUON + "its highest, as above (1.300x)"),
-    Figure("the course's kernel at 1.27x to 1.32x in the same runs", 1.27, None,
-           why=GLUON + "the package's int8_matmul_triton in the same rounds: 1.267x, 1.298x, 1.268x, 1.317x"),
-    Figure("the course's kernel at 1.27x to 1.32x in the same runs", 1.32, None, why=GLUON + "as above (1.317x)"),
-    Figure("hand-written pipeline led, 1.76x against 1.65x", 1.76, None,
-           why=GLUON + "second call, pipe 128x256x64 at 8192^3 (1.762x, 867 us)"),
-    Figure("hand-written pipeline led, 1.76x against 1.65x", 1.65, None,
-           why=GLUON + "the package's kernel in the same rounds (1.646x)"),
-    Figure("1.12x at\n2048^3 and 1.42x at 8192^3 at best", 1.12, None,
-           why=PINGPONG + "the best ping-pong variant at 2048^3, pp 128x128x128 with three buffers (1.123x; the "
-               "package's kernel 1.302x in the same rounds)"),
-    Figure("1.12x at\n2048^3 and 1.42x at 8192^3 at best", 1.42, None,
-           why=PINGPONG + "the best at 8192^3, the same variant (1.420x; the package 1.637x, pipe 128x256x64 1.697x)"),
     Figure("same FP16 product slower on the same GPUs (677 and 651 TFLOP/s)", 677, lambda ns: rung("fp16"),
            atol=0.5, rtol=0),
     Figure("same FP16 product slower on the same GPUs (677 and 651 TFLOP/s)", 651, lambda ns: rung("fp16", gpu="H200"),
            atol=0.5, rtol=0),
-    Figure("randn operands gave 641 to 661 TFLOP/s", 641, None, why=OPERANDS + "randn 660.7, 641.0, 641.3"),
-    Figure("randn operands gave 641 to 661 TFLOP/s", 661, None, why=OPERANDS + "as above (660.7)"),
-    Figure("integer-valued ones 694 to 716", 694, None, why=OPERANDS + "integer-valued 694.0, 709.1, 716.4"),
-    Figure("integer-valued ones 694 to 716", 716, None, why=OPERANDS + "as above (716.4)"),
     # the fused chain measured on an H100 (the same record)
     Figure("the eager chain took 0.403 ms", 0.403, lambda ns: _fusion("eager torch (3 kernels)", "median ms"),
            atol=5e-4, rtol=0),
