@@ -20,8 +20,11 @@ watched at more than one door:
 3. **Aliases of everything else.** A routine imported earlier under another name, or the function
    underneath a reference (reached through the wrapper's ``__closure__``, or rebuilt from its code),
    is noticed by a profile hook (``sys.setprofile``) that compares each call's code or C function
-   with the forbidden ones; the block raises when it ends. A class is watched through its own
-   Python ``__init__``; a class written in C (``numpy.float16``) only through its name.
+   with the forbidden ones; the block raises when it ends. numpy's functions are dispatchers
+   written in C, watched through the implementation they wrap (``numpy.einsum``'s is Python code;
+   ``numpy.dot``'s is C, whose calls from C are no events, so only its name). A class is watched
+   through its own Python ``__init__``; a class written in C (``numpy.float16``) only through its
+   name.
 
 A refusal counts even when the code catches it and goes on: the block raises when it ends, naming
 the first forbidden call. Threads started inside the block get the same watch (doors 2 and 3).
