@@ -154,7 +154,28 @@ def test_guard_refuses_torchs_private_binding_of_a_routine():
         grading.call_student(lambda: torch._VF.einsum("ij,jk->ik", [a, a]), forbid=["torch.einsum"])
 
 
-@pytest.mark.parametrize("cheat", ["dot", "einsum", "matmul", "baddbmm"])
+def test_guard_refuses_a_routine_reached_through_torch_ops():
+    """``torch.ops.aten.bmm`` is torch.bmm's operator: refused with it, as a packet or an overload."""
+    b = torch.randn(2, 3, 3)
+    for call in (lambda: torch.ops.aten.bmm(b, b), lambda: torch.ops.aten.bmm.default(b, b)):
+        with pytest.raises(ReferenceUsedError, match=r"torch\.ops\.aten\.bmm"):
+            grading.call_student(call, forbid=["torch.bmm"])
+    assert grading.call_student(lambda: torch.ops.aten.add(b, b), forbid=["torch.bmm"]).shape == (2, 3, 3)
+
+
+def test_lab_lists_refuse_torchs_private_operators_through_torch_ops():
+    from gpudl.grading import lab05, lab07
+
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    with pytest.raises(GradingError, match=r"torch\.ops\.aten\._softmax"):
+        lab07.softmax(lambda s, axis=-1: torch.ops.aten._softmax(torch.from_numpy(s), axis, False).numpy())
+    conv = lambda: torch.ops.aten.convolution(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1), None, [1, 1], [0, 0],
+                                              [1, 1], False, [0, 0], 1)
+    with pytest.raises(ReferenceUsedError, match=r"torch\.ops\.aten\.convolution"):
+        grading.call_student(conv, forbid=lab05.TORCH_CONV)
+
+
+@pytest.mark.parametrize("cheat", ["dot", "einsum", "matmul", "baddbmm", "mm"])
 def test_lab03_batched_refuses_library_products_bound_before_the_check(cheat):
     """Names a notebook binds at its top (``from numpy import dot``) before the check runs."""
     from numpy import dot, einsum, matmul
@@ -168,6 +189,8 @@ def test_lab03_batched_refuses_library_products_bound_before_the_check(cheat):
             return einsum("bik,bkj->bij", A, B)
         if cheat == "matmul":
             return matmul(A, B)
+        if cheat == "mm":                        # one matrix product, mapped over the batch
+            return torch.vmap(torch.mm)(torch.from_numpy(np.asarray(A)), torch.from_numpy(np.asarray(B))).numpy()
         zeros = torch.zeros(A.shape[0], A.shape[1], B.shape[2], dtype=torch.float64)
         return torch.baddbmm(zeros, torch.from_numpy(np.asarray(A)), torch.from_numpy(np.asarray(B))).numpy()
 
@@ -361,6 +384,25 @@ def test_guard_rejects_unknown_things():
     with pytest.raises(TypeError):
         with grading.guard(len):
             pass
+    with pytest.raises(AttributeError):                  # a slip in a check's list, in an installed library
+        with grading.guard("numpy.no_such_routine"):
+            pass
+
+
+def test_guard_passes_over_a_library_that_is_not_installed():
+    """A check may forbid SciPy's softmax where SciPy is installed; where it is not, nothing can call it."""
+    with grading.guard("no_such_library_gpudl.softmax", "torch.softmax", label="softmax"):
+        assert torch.ones(2).sum() == 2
+    with pytest.raises(ReferenceUsedError):
+        grading.call_student(lambda: torch.ones(2).softmax(0), forbid=["no_such_library_gpudl.softmax",
+                                                                         "torch.softmax"])
+
+
+def test_lab07_refuses_softmin_of_minus_x():
+    from gpudl.grading import lab07
+
+    with pytest.raises(GradingError, match="softmin"):
+        lab07.softmax(lambda s, axis=-1: torch.nn.functional.softmin(-torch.from_numpy(s), axis).numpy())
 
 
 # --- running student code -------------------------------------------------------------

@@ -15,8 +15,9 @@ watched at more than one door:
 2. **torch's other names for it.** A torch routine is caught under every name torch gives it
    (``torch.softmax`` is also ``x.softmax``, ``torch.nn.functional.softmax`` and
    ``torch.special.softmax``; ``torch.matmul`` is also ``x.matmul`` and ``a @ b``), and under any
-   alias made before the block: torch hands every call of its operators (``handed_to_modes``) to
-   the active ``TorchFunctionMode``, which here refuses the forbidden ones.
+   alias made before the block, and as an operator of ``torch.ops`` (``torch.ops.aten.softmax``):
+   torch hands every call of its operators (``handed_to_modes``) to the active
+   ``TorchFunctionMode``, which here refuses the forbidden ones.
 3. **Aliases of everything else.** A routine imported earlier under another name, or the function
    underneath a reference (reached through the wrapper's ``__closure__``, or rebuilt from its code),
    is noticed by a profile hook (``sys.setprofile``) that compares each call's code or C function
@@ -42,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import importlib.util
 import sys
 import threading
 from typing import Any, Callable, Iterator
@@ -140,6 +142,21 @@ def handed_to_modes(original: Any) -> bool:
     return getattr(owner, "__name__", None) in _BINDINGS
 
 
+def _operator_name(func: Any) -> str | None:
+    """``torch.ops.NAMESPACE.NAME`` for an operator reached through ``torch.ops`` (the packet
+    ``torch.ops.aten.bmm`` or an overload such as ``torch.ops.aten.bmm.default``); None otherwise."""
+    from torch._ops import OpOverload, OpOverloadPacket
+
+    if isinstance(func, OpOverload):
+        qualified = func._schema.name
+    elif isinstance(func, OpOverloadPacket):
+        qualified = func._qualified_op_name
+    else:
+        return None
+    namespace, _, name = qualified.partition("::")
+    return f"torch.ops.{namespace}.{name}"
+
+
 @functools.cache
 def _refusing_mode_class() -> type:
     """The class of ``_refusing_mode`` (made on first use: torch is imported only where needed)."""
@@ -149,9 +166,15 @@ def _refusing_mode_class() -> type:
         def __init__(self, refused: dict[Any, str], label: str, seen: list[str]):
             super().__init__()
             self.refused, self.label, self.seen, self.active = refused, label, seen, True
+            # torch.ops.aten.bmm and the like: the operators of the refused routines, by name
+            self.operators = {_routine(name) for name in refused.values()}
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             name = self.refused.get(func) if self.active else None
+            if name is None and self.active:
+                operator = _operator_name(func)
+                if operator is not None and _routine(operator) in self.operators:
+                    name = operator
             if name is not None:
                 if not self.seen:
                     self.seen.append(name)
@@ -225,6 +248,8 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             underneath[id(code)] = f"{r.__module__}.{r.__qualname__}"
     originals = []
     for dotted in names:
+        if importlib.util.find_spec(dotted.partition(".")[0]) is None:
+            continue                    # a library that is not installed: nothing to call
         owner, attr = _resolve(dotted)
         originals.append((owner, attr, getattr(owner, attr), dotted))
     for _owner, _attr, original, dotted in originals:

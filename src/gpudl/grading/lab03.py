@@ -531,9 +531,11 @@ class _Batch(np.ndarray):
         raise GradingError("your code uses .dot: write the batched product yourself, vectorised over the batch")
 
 
+# torch's products too, the single-matrix ones included: torch.vmap(torch.mm) is a batched product
 _BATCHED_FORBIDDEN = ["numpy.einsum", "numpy.dot", "numpy.tensordot", "numpy.inner", "numpy.vdot",
-                      "numpy.linalg.multi_dot", "torch.matmul", "torch.bmm", "torch.baddbmm",
-                      "torch.einsum"] + _GEMM_REFERENCES
+                      "numpy.linalg.multi_dot", "torch.matmul", "torch.bmm", "torch.baddbmm", "torch.einsum",
+                      "torch.mm", "torch.addmm", "torch.mv", "torch.dot", "torch.inner", "torch.tensordot",
+                      "torch.linalg.multi_dot", "torch.nn.functional.linear"] + _GEMM_REFERENCES
 
 
 @student_side

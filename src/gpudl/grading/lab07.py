@@ -50,10 +50,12 @@ from .judging import judge_ratio
 LAB = "lab07"
 
 # What every exercise must do without (a course tool built on them cannot score either), each refused
-# under every name torch gives it (x.softmax, torch.special.softmax, x.log_softmax ...).
-_TORCH_SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.log_softmax", "torch._softmax",
-                  "torch._log_softmax"]
-_TORCH_ATTENTION = ["torch.nn.functional.scaled_dot_product_attention", *_TORCH_SOFTMAX]
+# under every name torch gives it (x.softmax, torch.special.softmax, x.log_softmax ...): softmin is
+# softmax of -x; SciPy's are refused where SciPy is installed.
+_LIBRARY_SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.log_softmax", "torch._softmax",
+                    "torch._log_softmax", "torch.nn.functional.softmin", "scipy.special.softmax",
+                    "scipy.special.log_softmax"]
+_TORCH_ATTENTION = ["torch.nn.functional.scaled_dot_product_attention", *_LIBRARY_SOFTMAX]
 
 
 def _r(g: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
@@ -555,7 +557,7 @@ def kernel_speed(wrapper: Callable) -> None:
         # torch's SDPA is not forbidden here: the adapter times it beside the wrapper (the lab's own)
         with timed("gpu"):
             seen = run_student(_time_kernel, wrapper, q, k, v, SPEED_ROUNDS,
-                               forbid=_TORCH_SOFTMAX,
+                               forbid=_LIBRARY_SOFTMAX,
                                label="the attention kernel", what="attention_triton")
         assert_close(seen["out"].float(), expected_out.float(), dtype="fp16", k=d,
                      name=f"output at ({z}, {n}, {d}) FP16")
