@@ -472,3 +472,14 @@ def test_a_student_cannot_forge_the_graders_own_values():
 
     with pytest.raises(GradingError, match="returned"):
         call_student(forger, 1.0, allow=(ValueError,))
+
+
+def test_lab06_refuses_the_engine_under_backward():
+    """Lab 06 forbids autograd; the Python function between backward() and the engine is refused too."""
+    from gpudl.grading import lab06
+
+    w = torch.randn(3, requires_grad=True)
+    call = lambda: torch.autograd.graph._engine_run_backward(((w ** 2).sum(),), (torch.tensor(1.0),), False, False,
+                                                             (w,), False, False)
+    with pytest.raises(ReferenceUsedError, match="_engine_run_backward"):
+        grading.call_student(call, forbid=list(lab06.AUTOGRAD))

@@ -126,6 +126,15 @@ def test_review_flags_name_code_that_switches_off_torchs_hand_off_to_the_guard(t
     assert any("cell 'utilization'" in f and "defines __torch_function__" in f for f in flags), flags
 
 
+def test_review_flags_name_code_that_drives_the_autograd_engine_itself(tmp_path):
+    """Under torch.autograd.grad and backward (which lab06 forbids) is the engine, a C method the
+    guard cannot watch: code that reaches it is for review."""
+    nb = notebooks.replace_source(released(), "bound", "import torch\ndef bound(*a):\n"
+                                  "    engine = torch.autograd.Variable._execution_engine\n    return 'memory'\n")
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and "_execution_engine" in f for f in flags), flags
+
+
 def test_names_for_the_gradebook():
     assert submissions.split_name("ada-lovelace") == ("ada", "lovelace")
     assert submissions.split_name("alice") == ("", "alice")

@@ -419,6 +419,8 @@ _SUSPECT_ATTRS = {"__wrapped__", "__closure__", "__code__", "__globals__", "__bu
                   # switching off torch's hand-off to the guard's TorchFunctionMode (gpudl.grading.forbidden)
                   "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disabled_torch_function_impl",
                   "_pop_torch_function_stack", "_pop_mode", "_pop_mode_temporarily", "__torch_function__",
+                  # the autograd engine itself, under the library routines an exercise forbids
+                  "_execution_engine", "_engine_run_backward",
                   # reading the package's source: its files, or a function's code as text
                   "getsource", "getsourcelines", "getsourcefile", "getfile", "__file__", "__path__", "__spec__",
                   "__loader__", "get_data"}
