@@ -18,23 +18,45 @@ def _recorded_model(ns):
     return ns["model_words"][ns["traffic_blocks"].index(16)] if ns["model_words"] == want else float("nan")
 
 
-# `python3 -m gpudl bench gemm --gpu-only`, scripts/PERF_NOTES.md ("The session after (1024^3)"): measured
-# by the developers on an H100 and an H200, not recorded in course/data
-GEMM_1024 = "scripts/PERF_NOTES.md, 'The session after (1024^3)': "
+def _triton(n: int, dtype: str, key: str) -> float:
+    """A Triton row of the H200's `gpudl bench gemm --record` (course/data/bench_gemm.json): the autotuned
+    matmul_triton against cuBLAS at n^3 (key "value" is its TFLOP/s; "config" the autotuner's choice)."""
+    import re
+
+    from figures import recorded
+
+    rows = [r for r in recorded("gemm", gpu="H200")
+            if r["section"] == "triton" and r["case"].startswith(f"matmul_triton {n}^3 {dtype} ")]
+    assert len(rows) == 1, rows
+    if key == "config":
+        return re.search(r"autotuned (\d+x\d+x\d+ .*)\)", rows[0]["case"]).group(1)
+    return rows[0][key]
+
+
+def _tile(n: int, dtype: str, part: int) -> int:
+    """A number of the autotuner's choice at n^3: BLOCK_M (0), BLOCK_N (1), stages (2)."""
+    import re
+
+    m = re.match(r"(\d+)x(\d+)x\d+ (?:tma )?w\d+ s(\d+)", _triton(n, dtype, "config"))
+    return int(m.group(part + 1))
+
 
 FIGURES = [
-    Figure("run lasts about 10 us, some 6 of which are fixed", 10, None,
-           why=GEMM_1024 + "H100 do_bench at M = N = K = 1024: 10.5 us Triton, 10.0 us cuBLAS"),
-    Figure("run lasts about 10 us, some 6 of which are fixed", 6, None,
-           why=GEMM_1024 + "K = 64: 6.40 against 6.38 us, the part of every call that does not grow with K"),
-    Figure("it reached 0.91-0.93x cuBLAS at", 0.91, None,
-           why=GEMM_1024 + "final runs, per call at 1024^3: FP16 0.909, 0.921, 0.929, 0.934; BF16 0.924, 0.925, "
-               "0.924, 0.923 (two runs each on an H100 and an H200)"),
-    Figure("it reached 0.91-0.93x cuBLAS at", 0.93, None, why=GEMM_1024 + "as above (0.934)"),
-    Figure("had read 0.85-0.93x", 0.85, None,
-           why="scripts/PERF_NOTES.md, the GEMM final runs before it: 128x64x64 with 5 stages read 0.85-0.93x in the "
-               "bench"),
-    Figure("had read 0.85-0.93x", 0.93, None, why="as above"),
+    Figure("run lasts about 10 us, much of it fixed", 10,
+           lambda ns: 2 * 1024**3 / (_triton(1024, "fp16", "value") * 1e12) * 1e6, rtol=0.05),
+    Figure("it chose a 128 x 64\ntile with 7 stages", 128, lambda ns: _tile(1024, "fp16", 0)),
+    Figure("it chose a 128 x 64\ntile with 7 stages", 64, lambda ns: _tile(1024, "fp16", 1)),
+    Figure("it chose a 128 x 64\ntile with 7 stages", 7, lambda ns: _tile(1024, "fp16", 2)),
+    Figure("reached 0.89x cuBLAS in FP16 and 0.85x in BF16 at 1024^3", 0.89,
+           lambda ns: _triton(1024, "fp16", "triton / cuBLAS"), atol=0.005, rtol=0),
+    Figure("reached 0.89x cuBLAS in FP16 and 0.85x in BF16 at 1024^3", 0.85,
+           lambda ns: _triton(1024, "bf16", "triton / cuBLAS"), atol=0.005, rtol=0),
+    Figure("(0.88x for both replayed from a\nCUDA graph)", 0.88,
+           lambda ns: _triton(1024, "fp16", "kernels (CUDA graph)"), atol=0.005, rtol=0),
+    Figure("(0.88x for both replayed from a\nCUDA graph)", 0.88,
+           lambda ns: _triton(1024, "bf16", "kernels (CUDA graph)"), atol=0.005, rtol=0),
+    Figure("against 0.98x at 4096^3", 0.98, lambda ns: _triton(4096, "fp16", "triton / cuBLAS"), atol=0.005, rtol=0),
+    Figure("against 0.98x at 4096^3", 0.98, lambda ns: _triton(4096, "bf16", "triton / cuBLAS"), atol=0.005, rtol=0),
     Figure("`q = 2 n^3 / m ~ 2`", 2, lambda ns: 2 * 4096**3 / gemm.naive_traffic(4096), rtol=0.01),
     Figure("are worst, by about 22x", 22, lambda ns: ns["words"]["jki"] / ns["words"]["ikj"], rtol=0.03),
     Figure("are worst, by about 22x", 22, lambda ns: ns["words"]["kji"] / ns["words"]["ikj"], rtol=0.03),

@@ -5,6 +5,11 @@ FP16 and BF16, the three timers taking turns round after round so that clock dri
 them alike, and the host's time per call (``host_time``: how soon ``torch.matmul`` returns). On
 a CPU: numpy.matmul and torch.matmul against torch's Timer (do_bench needs a GPU). The timers are
 ``gpudl.timing``'s, the TF32 switch ``gpudl.bench``'s; a matmul of n x n matrices is 2 n^3 FLOPs.
+
+A last row on a GPU (``LECTURE_TIMER``) times the lecture's way (LAB 2 Problem 4 of "DNN computing
+on GPU"): ``time.time()`` read before and after one 6000^3 FP32 call, with no synchronisation, so
+the clock measures the call's return, not the product, and the rate it implies is impossible
+(``lecture_timer``; lecture 02 quotes it from the record).
 """
 from __future__ import annotations
 
@@ -38,6 +43,32 @@ def _timer_median(globals_: dict[str, Any], stmt_text: str, cuda: bool) -> float
 
     return Timer(stmt=stmt_text, globals=globals_).blocked_autorange(min_run_time=0.2 if cuda else 0.5).median
 
+
+
+LECTURE_TIMER = "the lecture's timer: time.time() around one call"
+LECTURE_N = 6000
+
+
+def lecture_timer(n: int = LECTURE_N, trials: int = 5) -> float:
+    """Seconds between ``time.time()`` read before and after one n^3 FP32 ``torch.matmul`` on the
+    GPU with nothing waiting for it, as the lecture's code reads them: the median of ``trials``, each
+    after cuBLAS has run the product once and the GPU has gone idle."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(n, n, device="cuda", generator=g)     # (n, n)
+    b = torch.randn(n, n, device="cuda", generator=g)     # (n, n)
+    seconds = []
+    with allow_tf32(False):
+        for _ in range(trials):
+            torch.matmul(a, b)
+            torch.cuda.synchronize()
+            t0 = time.time()
+            torch.matmul(a, b)
+            t1 = time.time()
+            torch.cuda.synchronize()
+            seconds.append(t1 - t0)
+    return statistics.median(seconds)
 
 
 def run(args: argparse.Namespace) -> Table:
@@ -132,6 +163,11 @@ def run(args: argparse.Namespace) -> Table:
                 r["host us/call"] = None if seconds is None else seconds * 1e6
                 table.rows.append(r)
                 del a, b
+        seconds = lecture_timer()
+        peak = hardware.peak_flops(spec, "fp32") if spec is not None else None
+        rate = 2 * LECTURE_N ** 3 / seconds
+        table.rows.append({"impl": LECTURE_TIMER, "dtype": "fp32", "n": LECTURE_N, "TFLOP/s": rate / 1e12,
+                           "of peak": None if peak is None else rate / peak, "host us/call": seconds * 1e6})
         table.notes.append(f"{spec.name if spec else 'unknown GPU'}: peaks from gpudl.hardware (dense). gpudl: CUDA "
                            "events, L2 flushed before each run; do_bench: return_mode='median' "
                            "(it flushes L2 too); torch Timer: blocked_autorange median, no L2 flush. After "
@@ -143,7 +179,9 @@ def run(args: argparse.Namespace) -> Table:
                            "disagreement of a timer with itself. 'spread %' is (max - min) / median of a timer's "
                            "per-round medians. 'host us/call': the host's time per torch.matmul call while the "
                            "GPU is busy (launches queued, nothing waits; gpudl.timing.host_time): what the call "
-                           "costs the program before it returns.")
+                           "costs the program before it returns. The last row is the lecture's timer: "
+                           "time.time() around one call, nothing synchronised (the median of 5), and the rate "
+                           "that time implies.")
     else:
         for n in sizes:
             g = np.random.default_rng(0)
