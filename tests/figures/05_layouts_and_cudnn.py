@@ -11,8 +11,6 @@ from figures import Figure, value
 
 MEASURED_H100 = ("measured with `gpudl bench conv` on an H100 (November 2026), before the benchmark kept records; "
                  "a CPU run cannot reproduce it (`gpudl bench conv --record` on an H100 does)")
-EARLIER_H200 = ("earlier `gpudl bench conv` runs on two other H200 machines (November 2026), recorded in "
-                "scripts/PERF_NOTES.md; the record's own run is checked beside it")
 # The lecture's problem, read as one 128-channel 128x128 image and 128 filters of 3x3 (FP32, pad 1).
 LECTURE_DESCS = (TensorDescriptor("fp32", (1, 128, 128, 128)), FilterDescriptor("fp32", "NCHW", 128, 128, 3, 3),
                  ConvolutionDescriptor(pad=1))
@@ -96,14 +94,8 @@ FIGURES = [
     Figure("on an H100 (0.196, 0.314, 0.419 and", 0.314, lambda ns: ns["measured"]["H100"]["IMPLICIT_GEMM"][0]),
     Figure("on an H100 (0.196, 0.314, 0.419 and", 0.419, lambda ns: ns["measured"]["H100"]["GEMM"][0]),
     Figure("0.419 and 5.95 ms", 5.95, lambda ns: ns["measured"]["H100"]["FFT"][0]),
-    Figure("WINOGRAD came second: 0.325 ms against IMPLICIT_GEMM's 0.314", 0.325, None, why=MEASURED_H100),
-    Figure("WINOGRAD read 0.127 ms and 0.175 ms", 0.127, None, why=EARLIER_H200),
-    Figure("WINOGRAD read 0.127 ms and 0.175 ms", 0.175, None, why=EARLIER_H200),
-    Figure("where the record's host took 0.261", 0.261, lambda ns: _conv("WINOGRAD"), **TO_3DP),
-    Figure("IMPLICIT_GEMM read 0.315 ms on both", 0.315, lambda ns: _conv("IMPLICIT_GEMM"), **TO_3DP),
-    Figure("IMPLICIT_GEMM read 0.315 ms on both", 0.315, None, why=EARLIER_H200),
-    Figure("it takes 2.4x cuDNN's FP32 time on both GPUs", 2.4, lambda ns: _versus_cudnn("IMPLICIT_GEMM"), rtol=0.02),
-    Figure("it takes 2.4x cuDNN's FP32 time on both GPUs", 2.4, None, why=MEASURED_H100),
+    Figure("it takes 2.4x cuDNN's FP32 time in the H200's record", 2.4, lambda ns: _versus_cudnn("IMPLICIT_GEMM"),
+           rtol=0.02),
     Figure("four passes through a workspace of 65 MiB", 65,
            lambda ns: ref.workspace_size("WINOGRAD", *LECTURE_DESCS) / 2**20, rtol=0.01),
     Figure("four passes through a workspace of 65 MiB", 65, lambda ns: ns["measured"]["H200"]["WINOGRAD"][1], rtol=0.01),
@@ -114,8 +106,6 @@ FIGURES = [
            lambda ns: _versus_cudnn("WINOGRAD"), rtol=0.01),
     Figure("in the record it takes 2.0x the time of cuDNN's best FP32 kernel", 2.0,
            lambda ns: ns["measured"]["H200"]["WINOGRAD"][0] / ns["cudnn_fp32_ms"], rtol=0.01),
-    Figure("fastest host it read 0.127 ms, 0.97x cuDNN", 0.127, None, why=EARLIER_H200),
-    Figure("fastest host it read 0.127 ms, 0.97x cuDNN", 0.97, None, why=EARLIER_H200),
     Figure("FFT is last by about 9x (against GEMM) in the record", 9, lambda ns: _conv("FFT") / _conv("GEMM"),
            rtol=0.05),
     Figure("against 60x in the table", 60,
