@@ -483,3 +483,98 @@ def test_lab06_refuses_the_engine_under_backward():
                                                              (w,), False, False)
     with pytest.raises(ReferenceUsedError, match="_engine_run_backward"):
         grading.call_student(call, forbid=list(lab06.AUTOGRAD))
+
+
+# --- the red team's cheats (November 29): other routines that do an exercise's work --------------------
+
+def test_guard_refuses_torchscript_where_it_refuses_a_torch_routine():
+    """A TorchScript function runs its torch routines from C++, where no mode sees them."""
+    scripted = torch.jit.script(torch.nn.Softmax(0))
+    x = torch.randn(4)
+    with pytest.raises(ReferenceUsedError, match="TorchScript"):
+        grading.call_student(lambda: scripted(x), forbid=["torch.softmax"])
+    assert scripted(x).shape == (4,)                               # restored after the block
+    assert grading.call_student(lambda: scripted(x), forbid=["numpy.einsum"]).shape == (4,)   # no torch refused
+
+
+def test_guard_refuses_a_routine_of_the_same_name_elsewhere_in_torch():
+    """torch.ops.aten.softmax.int under torch.softmax, and _amp_update_scale, the out-of-place twin of the
+    _amp_update_scale_ lab08 forbids; lab07 names torch.sparse.softmax (another name) itself."""
+    from gpudl.grading import lab07, lab08
+
+    x = torch.randn(3, 4)
+    with pytest.raises(ReferenceUsedError, match="softmax"):
+        grading.call_student(lambda: torch.ops.aten.softmax.int(x, 1), forbid=["torch.softmax"])
+    with pytest.raises(ReferenceUsedError, match="softmax"):
+        grading.call_student(lambda: torch.sparse.softmax(x.to_sparse(), 1).to_dense(), forbid=lab07._LIBRARY_SOFTMAX)
+    update = lambda: torch.ops.aten._amp_update_scale(torch.ones(1), torch.zeros(1, dtype=torch.int32),  # noqa: E731
+                                                      torch.zeros(1), 2.0, 0.5, 10)
+    with pytest.raises(ReferenceUsedError, match="_amp_update_scale"):
+        grading.call_student(update, forbid=lab08._SCALER_FORBID)
+
+
+@pytest.mark.parametrize("lab, forbid, call", [
+    ("lab06", "AUTOGRAD", lambda: torch.func.jacfwd(lambda w: (w ** 2).sum())(torch.ones(3))),
+    ("lab07", "_TORCH_ATTENTION", lambda: torch._scaled_dot_product_attention_math(*[torch.ones(1, 2, 4)] * 3)),
+    ("lab07", "_TORCH_ATTENTION", lambda: __import__("torch.nn.attention.flex_attention", fromlist=["x"])
+        .flex_attention(*[torch.ones(1, 1, 8, 16)] * 3)),
+    ("lab09", "_FOLD_FORBID", lambda: torch.nn.utils.fusion.fuse_linear_bn_weights(
+        torch.ones(2, 3), torch.ones(2), torch.zeros(2), torch.ones(2), 1e-5, torch.ones(2), torch.zeros(2))),
+    ("lab09", "_QUANTIZE_FORBID", lambda: __import__("torch.ao.quantization.fx._decomposed", fromlist=["x"])
+        .quantize_per_tensor(torch.ones(3), 0.1, 0, -127, 127, torch.int8)),
+    ("lab10", "_TORCH_COLLECTIVES", lambda: __import__("torch.distributed._functional_collectives", fromlist=["x"])
+        .all_reduce(torch.ones(3), "sum", [0])),
+])
+def test_lab_lists_refuse_the_red_teams_neighbours(lab, forbid, call):
+    """Each a routine that does the exercise's work under a name the lab did not list before. (flex_attention
+    runs its operator under torch.compile, which turns the refusal into an error of its own: the call fails
+    all the same, naming the operator.)"""
+    import importlib
+
+    names = list(getattr(importlib.import_module(f"gpudl.grading.{lab}"), forbid))
+    with pytest.raises((ReferenceUsedError, GradingError), match="asks you to do without"):
+        grading.call_student(call, forbid=names)
+
+
+def test_lab05_refuses_numpys_windows_correlation_and_torchs_fft():
+    from gpudl.grading import lab05
+
+    def im2col(x, r, s, pad, stride, dilation=1):
+        n, c, h, w = x.shape
+        xp = np.pad(x.numpy(), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        win = np.lib.stride_tricks.sliding_window_view(xp, ((r - 1) * dilation + 1, (s - 1) * dilation + 1),
+                                                       axis=(2, 3))[:, :, ::stride, ::stride, ::dilation, ::dilation]
+        p, q = win.shape[2:4]
+        return torch.from_numpy(np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * r * s, p * q))
+
+    def winograd_conv(x, w):
+        n, c, h, wd = x.shape
+        X, W = torch.fft.rfft2(x), torch.fft.rfft2(w.flip(-2, -1), s=(h, wd))
+        return torch.fft.irfft2(torch.einsum("ncab,kcab->nkab", X, W), s=(h, wd))[:, :, 2:, 2:]
+
+    for check, cheat, routine in ((lab05.im2col, im2col, "sliding_window_view"),
+                                  (lab05.winograd_f23, lambda d, g: torch.from_numpy(
+                                      np.correlate(d.numpy(), g.numpy(), mode="valid")), "correlate"),
+                                  (lab05.winograd_conv, winograd_conv, "rfft2")):
+        with pytest.raises(GradingError, match=routine):
+            if check is lab05.winograd_f23:                  # the lab's transforms, as its cell passes them
+                bt = torch.tensor([[1.0, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=torch.float64)
+                gm = torch.tensor([[1.0, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], dtype=torch.float64)
+                at = torch.tensor([[1.0, 1, 1, 0], [0, 1, -1, -1]], dtype=torch.float64)
+                check(cheat, bt, gm, at)
+            else:
+                check(cheat)
+
+
+@pytest.mark.parametrize("cheat", ["vecdot", "course"])
+def test_lab03_batched_refuses_numpys_vecdot_and_the_courses_own_batched_call(cheat):
+    from gpudl import gemm
+    from gpudl.grading import lab03
+
+    def batched(A, B):
+        if cheat == "vecdot":
+            return np.vecdot(A[:, :, None, :], np.swapaxes(B, 1, 2)[:, None, :, :])
+        return gemm.gemm_batched(np.asarray(A), np.asarray(B))
+
+    with pytest.raises(GradingError, match="vecdot" if cheat == "vecdot" else "gemm_batched"):
+        lab03.batched(batched)

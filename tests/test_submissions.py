@@ -126,6 +126,21 @@ def test_review_flags_name_code_that_switches_off_torchs_hand_off_to_the_guard(t
     assert any("cell 'utilization'" in f and "defines __torch_function__" in f for f in flags), flags
 
 
+def test_review_flags_name_torchs_compilers_and_not_triton(tmp_path):
+    """TorchScript and torch.compile run torch routines where the guard cannot see them; Triton's
+    @triton.jit, which the labs ask for, is no such thing."""
+    nb = notebooks.replace_source(released(), "bound", "import torch\n@torch.jit.script\ndef bound(x: float):\n"
+                                  "    return x\n")
+    nb = notebooks.replace_source(nb, "utilization", "from torch import compile as c\nimport triton\n"
+                                  "@triton.jit\ndef k(x):\n    pass\ndef utilization(a, p):\n    return a / p\n")
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and "torch.jit" in f for f in flags), flags
+    assert any("cell 'utilization'" in f and "torch's compile" in f for f in flags), flags
+    only_triton = notebooks.replace_source(released(), "utilization", "import triton\n@triton.jit\ndef k(x):\n"
+                                           "    pass\ndef utilization(a, p):\n    return a / p\n")
+    assert submissions.review_flags(write(tmp_path / "b", only_triton), released()) == []
+
+
 def test_review_flags_name_code_that_drives_the_autograd_engine_itself(tmp_path):
     """Under torch.autograd.grad and backward (which lab06 forbids) is the engine, a C method the
     guard cannot watch: code that reaches it is for review."""

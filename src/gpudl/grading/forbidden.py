@@ -15,9 +15,13 @@ watched at more than one door:
 2. **torch's other names for it.** A torch routine is caught under every name torch gives it
    (``torch.softmax`` is also ``x.softmax``, ``torch.nn.functional.softmax`` and
    ``torch.special.softmax``; ``torch.matmul`` is also ``x.matmul`` and ``a @ b``), and under any
-   alias made before the block, and as an operator of ``torch.ops`` (``torch.ops.aten.softmax``):
-   torch hands every call of its operators (``handed_to_modes``) to the active
-   ``TorchFunctionMode``, which here refuses the forbidden ones.
+   alias made before the block, and so is any torch routine of the same name elsewhere: an
+   operator of ``torch.ops`` (``torch.ops.aten.softmax``), a function of another namespace, the
+   out-of-place twin of an in-place routine (``_amp_update_scale`` of ``_amp_update_scale_``).
+   torch hands every call of its operators and higher-order operators (``handed_to_modes``) to
+   the active ``TorchFunctionMode``, which here refuses the forbidden ones. Where a torch routine
+   is refused, so is calling a TorchScript function (``torch.jit``): it runs its operators from
+   C++, where no mode sees them.
 3. **Aliases of everything else.** A routine imported earlier under another name, or the function
    underneath a reference (reached through the wrapper's ``__closure__``, or rebuilt from its code),
    is noticed by a profile hook (``sys.setprofile``) that compares each call's code or C function
@@ -34,7 +38,8 @@ kernels), so it is installed only when door 3 has something to watch: a torch ro
 door 2.
 
 None of this stops code that sets out to switch the guard off (``sys.setprofile(None)``,
-``torch._C.DisableTorchFunction()``, rebinding the guard): such code is flagged for the
+``torch._C.DisableTorchFunction()``, rebinding the guard, code compiled by ``torch.compile``):
+such code is flagged for the
 instructor's review (``gpudl_instructor.submissions.review_flags``), and the verdicts are reached
 outside the student's process.
 """
@@ -128,18 +133,40 @@ _BINDINGS = {"torch._C._nn", "torch._C._special", "torch._C._linalg", "torch._C.
 
 def handed_to_modes(original: Any) -> bool:
     """Whether torch hands every call of ``original`` to the active ``TorchFunctionMode``: its
-    overridable functions, and every generated binding of an operator, the private ones too
-    (``torch._int_mm``, ``torch._softmax``), which ``get_overridable_functions`` leaves out."""
+    overridable functions, every generated binding of an operator, the private ones too
+    (``torch._int_mm``, ``torch._softmax``), which ``get_overridable_functions`` leaves out, and
+    its higher-order operators."""
     if _overridable_name(original) is not None:
         return True
     torch = sys.modules.get("torch")
     if torch is None:
         return False
+    if isinstance(original, torch._ops.HigherOrderOperator):    # flex_attention's operator, for one
+        return True
     name = getattr(original, "__name__", None)
     if name and getattr(torch._C._VariableFunctions, name, None) is original:
         return True
     owner = getattr(original, "__self__", None)
     return getattr(owner, "__name__", None) in _BINDINGS
+
+
+def _name_key(name: str) -> str:
+    """A routine's name without the trailing underscore of its in-place form (``add_`` -> ``add``)."""
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+
+
+def _same_name(func: Any, names: set[str]) -> str | None:
+    """The dotted name of ``func`` when it is a torch routine of one of ``names`` under another
+    name than the ones the guard resolved: an operator of ``torch.ops`` (``torch.ops.aten.bmm``), a
+    function of another namespace (``torch.sparse.softmax``), or the in-place or out-of-place twin
+    (``_amp_update_scale`` of ``_amp_update_scale_``). None otherwise."""
+    operator = _operator_name(func)
+    short = _routine(operator) if operator is not None else getattr(func, "__name__", None)
+    if not isinstance(short, str) or _name_key(short) not in names:
+        return None
+    if operator is not None:
+        return operator
+    return f"{getattr(func, '__module__', None) or 'torch'}.{short}"
 
 
 def _operator_name(func: Any) -> str | None:
@@ -166,15 +193,13 @@ def _refusing_mode_class() -> type:
         def __init__(self, refused: dict[Any, str], label: str, seen: list[str]):
             super().__init__()
             self.refused, self.label, self.seen, self.active = refused, label, seen, True
-            # torch.ops.aten.bmm and the like: the operators of the refused routines, by name
-            self.operators = {_routine(name) for name in refused.values()}
+            # the refused routines' names, for what torch calls them elsewhere (``_same_name``)
+            self.names = {_name_key(_routine(name)) for name in refused.values()}
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             name = self.refused.get(func) if self.active else None
             if name is None and self.active:
-                operator = _operator_name(func)
-                if operator is not None and _routine(operator) in self.operators:
-                    name = operator
+                name = _same_name(func, self.names)
             if name is not None:
                 if not self.seen:
                     self.seen.append(name)
@@ -223,7 +248,13 @@ def _watch_keys(original: Any) -> list[int]:
     return keys
 
 
+_TORCHSCRIPT = "a TorchScript function (torch.jit)"
+
+
 def _library_message(dotted: str, label: str) -> str:
+    if dotted == _TORCHSCRIPT:
+        return (f"your code calls {dotted}, whose torch routines {label} cannot see (it forbids some): call them "
+                "from Python.")
     return f"your code calls {dotted}, which {label} asks you to do without: write the computation yourself."
 
 
@@ -258,6 +289,11 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             refused[original] = dotted
         else:
             watched.update(dict.fromkeys(_watch_keys(original), dotted))
+    if refused:
+        # TorchScript runs its graph's operators from C++, where no mode sees them: refused with them
+        torch_c = sys.modules["torch"]._C
+        originals += [(torch_c.ScriptFunction, "__call__", torch_c.ScriptFunction.__call__, _TORCHSCRIPT),
+                      (torch_c.ScriptMethod, "__call__", torch_c.ScriptMethod.__call__, _TORCHSCRIPT)]
     wrapper_code = _references.WRAPPER_CODE
 
     def blocker(dotted: str) -> Callable:

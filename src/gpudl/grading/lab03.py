@@ -492,7 +492,11 @@ _PER_MATRIX: list[int] = [0]
 # NumPy's products, refused on the check's arrays under any name (``from numpy import dot`` made
 # before the check runs): the guard refuses them by name, but dot, inner and vdot are written in C,
 # so a name bound earlier is not one the guard can watch
-_NUMPY_PRODUCTS = {np.dot, np.inner, np.vdot, np.einsum, np.tensordot, np.linalg.multi_dot}
+_NUMPY_PRODUCTS = {np.dot, np.inner, np.vdot, np.einsum, np.tensordot, np.linalg.multi_dot,
+                   *(f for f in (getattr(np.linalg, "vecdot", None),) if f is not None)}
+# NumPy's product ufuncs (vecdot, matvec and vecmat are NumPy 2's), refused as @ is
+_PRODUCT_UFUNCS = {f for f in (np.matmul, getattr(np, "vecdot", None), getattr(np, "matvec", None),
+                               getattr(np, "vecmat", None)) if f is not None}
 
 
 class _Batch(np.ndarray):
@@ -516,8 +520,9 @@ class _Batch(np.ndarray):
         return super().__iter__()
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        if ufunc is np.matmul:
-            raise GradingError("your code uses @ (np.matmul): this exercise is to write the batched product "
+        if ufunc in _PRODUCT_UFUNCS:
+            name = "@ (np.matmul)" if ufunc is np.matmul else f"np.{ufunc.__name__}"
+            raise GradingError(f"your code uses {name}: this exercise is to write the batched product "
                                "yourself, vectorised over the batch")
         plain = [x.view(np.ndarray) if isinstance(x, _Batch) else x for x in inputs]
         if out is not None:
@@ -535,7 +540,9 @@ class _Batch(np.ndarray):
 _BATCHED_FORBIDDEN = ["numpy.einsum", "numpy.dot", "numpy.tensordot", "numpy.inner", "numpy.vdot",
                       "numpy.linalg.multi_dot", "torch.matmul", "torch.bmm", "torch.baddbmm", "torch.einsum",
                       "torch.mm", "torch.addmm", "torch.mv", "torch.dot", "torch.inner", "torch.tensordot",
-                      "torch.linalg.multi_dot", "torch.nn.functional.linear"] + _GEMM_REFERENCES
+                      "torch.linalg.multi_dot", "torch.nn.functional.linear", "torch.linalg.vecdot", "torch.vdot",
+                      "torch.conv1d", "torch.conv2d", "gpudl.gemm.batched.gemm_batched",
+                      "gpudl.gemm.batched.gemm_batched_loop"] + _GEMM_REFERENCES
 
 
 @student_side

@@ -47,7 +47,17 @@ TORCH_CONV = ["torch.nn.functional.conv2d", "torch.conv2d", "torch.nn.functional
               "torch.nn.functional.unfold", "torch.nn.functional.fold", "torch.Tensor.unfold",
               # the same work under other shapes or names: a 2-D convolution is a 3-D one of depth 1
               "torch.convolution", "torch._convolution", "torch.conv1d", "torch.conv3d", "torch.conv_tbc",
-              "torch.conv_transpose1d", "torch.conv_transpose3d", "torch._C._nn.im2col", "torch._C._nn.col2im"]
+              "torch.conv_transpose1d", "torch.conv_transpose3d", "torch._C._nn.im2col", "torch._C._nn.col2im",
+              "torch.unfold_copy", "torch._convolution_mode", "torch._C._nn.thnn_conv2d",
+              "torch._C._nn.slow_conv_dilated2d", "torch._C._nn.slow_conv3d", "torch.cudnn_convolution",
+              "torch.mkldnn_convolution", "torch.nn.grad.conv2d_input", "torch.nn.grad.conv2d_weight",
+              # a convolution is a product of spectra
+              "torch.fft.fft", "torch.fft.rfft", "torch.fft.fft2", "torch.fft.rfft2", "torch.fft.fftn",
+              "torch.fft.rfftn"]
+# NumPy's: sliding windows are im2col, correlate is F(2,3)'s answer, the FFTs a convolution
+NUMPY_CONV = ["numpy.lib.stride_tricks.sliding_window_view", "numpy.correlate", "numpy.convolve", "numpy.fft.fft",
+              "numpy.fft.rfft", "numpy.fft.fft2", "numpy.fft.rfft2", "numpy.fft.fftn", "numpy.fft.rfftn"]
+CONV_FORBID = [*TORCH_CONV, *NUMPY_CONV]
 
 
 # --- 1. strides and offsets ------------------------------------------------------------------
@@ -188,7 +198,7 @@ def output_dim(fn: Callable) -> None:
 def _compare_im2col(fn: Callable, cases: Sequence[Case], answer: Callable) -> None:
     """``fn(x, r, s, pad, stride, dilation)`` against ``answer``, exactly (a copy computes nothing)."""
     __tracebackhide__ = True
-    check_cases(fn, answer, cases, forbid=TORCH_CONV, label="im2col", name="lowered matrix", rtol=0, atol=0)
+    check_cases(fn, answer, cases, forbid=CONV_FORBID, label="im2col", name="lowered matrix", rtol=0, atol=0)
 
 
 @exercise
@@ -211,7 +221,7 @@ def im2col(fn: Callable) -> None:
 def _compare_conv2d_gemm(fn: Callable, cases: Sequence[Case], answer: Callable) -> None:
     """``fn(x, w, pad, stride, dilation, groups, mode)`` against ``answer`` (FP64)."""
     __tracebackhide__ = True
-    check_cases(fn, answer, cases, forbid=TORCH_CONV, label="convolution as GEMM", name="output", dtype="fp64",
+    check_cases(fn, answer, cases, forbid=CONV_FORBID, label="convolution as GEMM", name="output", dtype="fp64",
                 k=64, hints={-1.0: "the sign is flipped"})
 
 
@@ -267,7 +277,7 @@ def _compare_winograd_f23(fn: Callable, bt: Any, gm: Any, at: Any, pairs: Sequen
         except GradingError as exc:
             raise GradingError(f"d={d.round(3).tolist()}, g={w.round(3).tolist()}:\n{exc}\n"
                                "check each matrix against the lecture's; B^T multiplies d, so BT is B transposed") from None
-        got = call_student(fn, torch.tensor(d), torch.tensor(w), forbid=TORCH_CONV, label="Winograd F(2,3)",
+        got = call_student(fn, torch.tensor(d), torch.tensor(w), forbid=CONV_FORBID, label="Winograd F(2,3)",
                            what="winograd_f23")
         try:
             assert_close(got, want, name="winograd_f23 result", **tol)
@@ -300,7 +310,7 @@ def _winograd_cases(g: np.random.Generator, shapes: Sequence[tuple[tuple[int, in
 def _compare_winograd_conv(fn: Callable, cases: Sequence[Case], answer: Callable) -> None:
     """``fn(x, w)`` against ``answer(x, w)`` (FP64)."""
     __tracebackhide__ = True
-    check_cases(fn, answer, cases, forbid=TORCH_CONV, label="Winograd F(2x2, 3x3)", name="output", dtype="fp64",
+    check_cases(fn, answer, cases, forbid=CONV_FORBID, label="Winograd F(2x2, 3x3)", name="output", dtype="fp64",
                 k=64)
 
 

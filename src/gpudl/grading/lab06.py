@@ -42,7 +42,10 @@ ABS_FLOOR = 1e-12     # inputs are O(1): rounding differences stay far below thi
 CACHE_KEYS = ("x", "h_prev", "c_prev", "a", "i", "f", "o", "c", "W", "U")
 GRAD_NAMES = ("dx", "dh_prev", "dc_prev", "dW", "dU", "db")
 SEQ_GRAD_NAMES = ("dx", "dh0", "dc0", "dW", "dU", "db")
-AUTOGRAD = ("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.graph._engine_run_backward")
+AUTOGRAD = ("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.graph._engine_run_backward",
+            # forward mode gives the same gradients, one direction at a time
+            "torch.autograd.forward_ad.make_dual", "torch.autograd.forward_ad.unpack_dual", "torch.func.jvp",
+            "torch.func.jacfwd", "torch.func.linearize", "torch.func.hessian")
 TORCH_LSTM = ("torch.nn.LSTM", "torch.nn.LSTMCell", "torch.lstm", "torch.lstm_cell")
 TORCH_TOOLS = ("gpudl.lstm.torch_lstm", "gpudl.lstm.torch_lstm_call")     # torch.nn.LSTM holding our weights
 TORCH_TOL = {"rtol": 1e-9, "atol": 0.0, "floor": 1e-11}        # against autograd: rounding only

@@ -53,9 +53,12 @@ LAB = "lab07"
 # under every name torch gives it (x.softmax, torch.special.softmax, x.log_softmax ...): softmin is
 # softmax of -x; SciPy's are refused where SciPy is installed.
 _LIBRARY_SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.log_softmax", "torch._softmax",
-                    "torch._log_softmax", "torch.nn.functional.softmin", "scipy.special.softmax",
-                    "scipy.special.log_softmax"]
-_TORCH_ATTENTION = ["torch.nn.functional.scaled_dot_product_attention", *_LIBRARY_SOFTMAX]
+                    "torch._log_softmax", "torch.nn.functional.softmin", "torch.sparse.softmax",
+                    "torch.sparse.log_softmax", "torch._masked_softmax", "torch._safe_softmax",
+                    "scipy.special.softmax", "scipy.special.log_softmax"]
+_TORCH_ATTENTION = ["torch.nn.functional.scaled_dot_product_attention", "torch._scaled_dot_product_attention_math",
+                    "torch._scaled_dot_product_flash_attention", "torch._scaled_dot_product_efficient_attention",
+                    "torch.nn.attention.flex_attention.flex_attention_hop", *_LIBRARY_SOFTMAX]
 
 
 def _r(g: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:

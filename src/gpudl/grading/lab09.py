@@ -265,6 +265,7 @@ def predicted_speedup(fn: Callable) -> None:
 # --- 5. folding BN into the convolution ---------------------------------------------------------
 
 _FOLD_FORBID = ["torch.nn.utils.fusion.fuse_conv_bn_weights", "torch.nn.utils.fusion.fuse_conv_bn_eval",
+                "torch.nn.utils.fusion.fuse_linear_bn_weights", "torch.nn.utils.fusion.fuse_linear_bn_eval",
                 "gpudl.fusion.fold_conv_bn_module"]
 
 
@@ -376,7 +377,11 @@ def _compare_q(q: np.ndarray, want: np.ndarray, x: np.ndarray, scale: Any, where
 
 
 _QUANTIZE_FORBID = ["torch.fake_quantize_per_tensor_affine", "torch.fake_quantize_per_channel_affine",
-                    "torch.quantize_per_tensor", "torch.quantize_per_channel", "gpudl.quantization.torch_quantize"]
+                    "torch.quantize_per_tensor", "torch.quantize_per_channel", "gpudl.quantization.torch_quantize",
+                    "torch._fake_quantize_learnable_per_tensor_affine",
+                    "torch._fake_quantize_learnable_per_channel_affine",
+                    "torch.ao.quantization.fx._decomposed.quantize_per_tensor",
+                    "torch.ao.quantization.fx._decomposed.quantize_per_channel"]
 
 
 def _compare_quantize_per_tensor(fn: Callable, cases: Sequence[tuple], ref: Any) -> None:

@@ -44,7 +44,11 @@ TIMEOUT_S = 15.0          # after all ranks have joined: tiny tensors take milli
 _TORCH_COLLECTIVES = tuple(f"torch.distributed.{n}" for n in (
     "broadcast", "all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_gather",
     "all_gather_into_tensor", "all_to_all", "all_to_all_single", "broadcast_object_list", "all_gather_object",
-    "scatter", "gather"))
+    "scatter", "gather")) + tuple(f"torch.distributed._functional_collectives.{n}" for n in (
+    # the functional collectives: the same operations, returning new tensors
+    "all_reduce", "all_gather_tensor", "reduce_scatter_tensor", "all_to_all_single", "broadcast",
+    "all_reduce_coalesced", "all_gather_into_tensor_coalesced", "reduce_scatter_tensor_coalesced", "permute_tensor",
+    "all_gather_tensor_autograd", "reduce_scatter_tensor_autograd", "all_reduce_inplace", "all_gather_inplace"))
 # The course edition's picture of the pipelined broadcast: who sends which piece in which step.
 _SCHEDULE = "gpudl.collectives.cost.ring_broadcast_schedule"
 _COST_FORBID = (_SCHEDULE,)
