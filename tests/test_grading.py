@@ -578,3 +578,16 @@ def test_lab03_batched_refuses_numpys_vecdot_and_the_courses_own_batched_call(ch
 
     with pytest.raises(GradingError, match="vecdot" if cheat == "vecdot" else "gemm_batched"):
         lab03.batched(batched)
+
+
+def test_lab02_timer_refuses_the_standard_librarys_timers():
+    import statistics
+    import timeit
+
+    from gpudl.grading import lab02
+
+    def cpu_timer(fn, warmup=1, repeats=5):
+        return statistics.median(timeit.repeat(fn, number=1, repeat=repeats))
+
+    with pytest.raises(GradingError, match="timeit.repeat"):
+        lab02.cpu_timer(cpu_timer)

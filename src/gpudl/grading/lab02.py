@@ -47,7 +47,8 @@ RATE_ROUNDS, RATE_ATTEMPTS = 3, 3
 
 # gpudl's own timers, forbidden by name: the guard then notices a call of them from anywhere (a
 # course tool built on them too) while the student's timer runs.
-_TIMER_FORBID = ("gpudl.timing.time_cpu", "gpudl.timing.time_cuda", "gpudl.timing.measure", "triton.testing.do_bench")
+_TIMER_FORBID = ("gpudl.timing.time_cpu", "gpudl.timing.time_cuda", "gpudl.timing.measure", "triton.testing.do_bench",
+                 "timeit.repeat", "timeit.timeit", "timeit.Timer", "torch.utils.benchmark.Timer")
 
 
 def _plain_number(value: Any) -> Any:
