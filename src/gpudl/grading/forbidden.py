@@ -115,15 +115,19 @@ def torch_names(original: Any) -> dict[Any, str]:
     bindings included (``torch._VF.einsum`` for ``torch.einsum``); empty when it is not one of
     torch's overridable functions."""
     dotted = _overridable_name(original)
-    if dotted is None:
-        return {}
-    routine = _routine(dotted)
+    return dict(_names_of(_routine(dotted))) if dotted is not None else {}
+
+
+@functools.cache
+def _names_of(routine: str) -> tuple[tuple[Any, str], ...]:
+    """(callable, dotted name) of every torch function of the routine ``routine``, found once."""
     names = {fn: name for fn, name in _torch_routines().items() if _routine(name) == routine}
     for module in ("torch._C._VariableFunctions", *_BINDINGS):
-        binding = getattr(_resolve(module + ".x")[0], routine, None)
+        owner, attr = _resolve(module)
+        binding = getattr(getattr(owner, attr), routine, None)
         if binding is not None and binding not in names:
             names[binding] = f"{module}.{routine}"
-    return names
+    return tuple(names.items())
 
 
 # The modules of torch's generated operator bindings besides torch._C._VariableFunctions (torch.*)
