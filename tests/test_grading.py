@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
+from typing import List, Optional
 
 import numpy as np
 import pytest
@@ -496,6 +497,13 @@ def test_guard_refuses_torchscript_where_it_refuses_a_torch_routine():
     assert scripted(x).shape == (4,)                               # restored after the block
     assert grading.call_student(lambda: scripted(x), forbid=["numpy.einsum"]).shape == (4,)   # no torch refused
 
+    @torch.jit.script
+    def grads(w: torch.Tensor) -> List[Optional[torch.Tensor]]:     # autograd: the hook's, not a mode's
+        return torch.autograd.grad([(w ** 2).sum()], [w])
+
+    with pytest.raises(ReferenceUsedError, match="TorchScript"):
+        grading.call_student(lambda: grads(torch.ones(3, requires_grad=True)), forbid=["torch.autograd.grad"])
+
 
 def test_guard_refuses_a_routine_of_the_same_name_elsewhere_in_torch():
     """torch.ops.aten.softmax.int under torch.softmax, and _amp_update_scale, the out-of-place twin of the
@@ -591,3 +599,13 @@ def test_lab02_timer_refuses_the_standard_librarys_timers():
 
     with pytest.raises(GradingError, match="timeit.repeat"):
         lab02.cpu_timer(cpu_timer)
+
+
+def test_lab10_workers_guard_the_functional_collectives():
+    """torch.distributed.NAME is blocked by lab10's own _without; the functional collectives, one module
+    further down, must reach the workers' guard (they never pass through torch.distributed.NAME)."""
+    from gpudl.grading import lab10
+
+    guarded = lab10._resolve(list(lab10._TORCH_COLLECTIVES))
+    assert "torch.distributed._functional_collectives.all_reduce" in guarded
+    assert "torch.distributed.all_reduce" not in guarded

@@ -19,9 +19,9 @@ watched at more than one door:
    operator of ``torch.ops`` (``torch.ops.aten.softmax``), a function of another namespace, the
    out-of-place twin of an in-place routine (``_amp_update_scale`` of ``_amp_update_scale_``).
    torch hands every call of its operators and higher-order operators (``handed_to_modes``) to
-   the active ``TorchFunctionMode``, which here refuses the forbidden ones. Where a torch routine
-   is refused, so is calling a TorchScript function (``torch.jit``): it runs its operators from
-   C++, where no mode sees them.
+   the active ``TorchFunctionMode``, which here refuses the forbidden ones. Where anything of
+   torch is refused, so is calling a TorchScript function (``torch.jit``): it runs its operators
+   from C++, where neither the mode nor the hook sees them.
 3. **Aliases of everything else.** A routine imported earlier under another name, or the function
    underneath a reference (reached through the wrapper's ``__closure__``, or rebuilt from its code),
    is noticed by a profile hook (``sys.setprofile``) that compares each call's code or C function
@@ -293,8 +293,9 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             refused[original] = dotted
         else:
             watched.update(dict.fromkeys(_watch_keys(original), dotted))
-    if refused:
-        # TorchScript runs its graph's operators from C++, where no mode sees them: refused with them
+    if refused or any(dotted.split(".")[0] == "torch" for *_, dotted in originals):
+        # TorchScript runs its graph's operators (torch.autograd.grad's too) from C++, where neither
+        # the mode nor the hook sees them: refused wherever something of torch is
         torch_c = sys.modules["torch"]._C
         originals += [(torch_c.ScriptFunction, "__call__", torch_c.ScriptFunction.__call__, _TORCHSCRIPT),
                       (torch_c.ScriptMethod, "__call__", torch_c.ScriptMethod.__call__, _TORCHSCRIPT)]

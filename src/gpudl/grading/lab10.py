@@ -68,15 +68,15 @@ _DEADLOCK = ("a deadlock: a rank waits for a message that no rank sends. Every s
 # --- the student's side: k workers --------------------------------------------------------------
 
 def _resolve(names: list[str]) -> list[str]:
-    """The dotted names the guard forbids here: those that exist (``torch.distributed``'s are left
-    to ``_without``)."""
+    """The dotted names the guard forbids here: those that exist (``torch.distributed.NAME`` is left
+    to ``_without``; the functional collectives, a module further down, are the guard's)."""
     from .forbidden import _resolve as owner_of
 
     out = []
     for name in names:
         with contextlib.suppress(ImportError, AttributeError, ValueError):
             owner, attr = owner_of(name)
-            if not name.startswith("torch.distributed.") and hasattr(owner, attr):
+            if not (name.startswith("torch.distributed.") and name.count(".") == 2) and hasattr(owner, attr):
                 out.append(name)
     return out
 
