@@ -121,13 +121,9 @@ def torch_names(original: Any) -> dict[Any, str]:
 @functools.cache
 def _names_of(routine: str) -> tuple[tuple[Any, str], ...]:
     """(callable, dotted name) of every torch function of the routine ``routine``, found once."""
-    names = {fn: name for fn, name in _torch_routines().items() if _routine(name) == routine}
-    for module in ("torch._C._VariableFunctions", *_BINDINGS):
-        owner, attr = _resolve(module)
-        binding = getattr(getattr(owner, attr), routine, None)
-        if binding is not None and binding not in names:
-            names[binding] = f"{module}.{routine}"
-    return tuple(names.items())
+    # torch's private bindings of the routine (torch._VF.einsum, torch._C._nn.im2col) are not listed:
+    # the mode refuses them by name (_same_name)
+    return tuple((fn, name) for fn, name in _torch_routines().items() if _routine(name) == routine)
 
 
 # The modules of torch's generated operator bindings besides torch._C._VariableFunctions (torch.*)

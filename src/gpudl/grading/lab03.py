@@ -493,7 +493,7 @@ _PER_MATRIX: list[int] = [0]
 # before the check runs): the guard refuses them by name, but dot, inner and vdot are written in C,
 # so a name bound earlier is not one the guard can watch
 _NUMPY_PRODUCTS = {np.dot, np.inner, np.vdot, np.einsum, np.tensordot, np.linalg.multi_dot,
-                   *(f for f in (getattr(np.linalg, "vecdot", None),) if f is not None)}
+                   getattr(np.linalg, "vecdot", np.dot)}     # numpy.linalg.vecdot is NumPy 2's
 # NumPy's product ufuncs (vecdot, matvec and vecmat are NumPy 2's), refused as @ is
 _PRODUCT_UFUNCS = {f for f in (np.matmul, getattr(np, "vecdot", None), getattr(np, "matvec", None),
                                getattr(np, "vecmat", None)) if f is not None}
