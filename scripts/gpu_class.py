@@ -50,11 +50,9 @@ def make(lab: str, subs: Path, copies: int, with_mutants: bool, exercises: list[
     print(f"{subs}: {copies} copies of the solution, {n} mutants" + (", the release" if release else ""))
 
 
-_NOT_CELLS = {"student", "status", "score", "max_score", "percent", "reason", "notes", "late", "lms_id"}
-
-
 def check(lab: str, out: Path) -> int:
     from conftest import all_mutants
+    from gpudl_instructor.grades import ROW_COLUMNS
 
     rows = {r["student"]: r for r in csv.DictReader(open(out / "grades.csv"))}
     fails = {m.name: m.fails for m in all_mutants() if m.lab == lab}
@@ -76,7 +74,7 @@ def check(lab: str, out: Path) -> int:
             caught += 1
             if top is not None and r["status"] == "graded":
                 lost = sorted(c for c in fails.get(name, ()) if c in r and float(r[c]) < float(top[c]))
-                also = sorted(c for c in r if c not in _NOT_CELLS and c not in fails.get(name, ())
+                also = sorted(c for c in r if c not in ROW_COLUMNS and c not in fails.get(name, ())
                               and float(r[c]) < float(top[c]))
                 if len(lost) < len(fails.get(name, ())) or also:
                     print(f"  note: mutant {name} lost points in {', '.join(lost + also)} "

@@ -184,19 +184,20 @@ def test_a_kernel_shows_the_teaching_message_only_and_one_line_on_success(tmp_pa
 
 # --- lab 07's kernel with the GPU's 64 x 64 tiles ------------------------------------------------------
 
-def _kernel_from_cell(source: str, path):
-    """The @triton.jit kernel a cell's source defines (Triton reads a kernel's source from its file)."""
-    import importlib.util
+def _kernel_from_cell(source: str):
+    """The @triton.jit kernel a cell's source defines, compiled as the in-process grader compiles a
+    cell (Triton reads a kernel's source through linecache)."""
+    from gpudl_instructor.inprocess import _compile_cell
 
-    path.write_text("import triton\nimport triton.language as tl\n\n" + source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.attention_kernel
+    statements, _ = _compile_cell("import triton\nimport triton.language as tl\n\n" + source,
+                                  "<lab07 attention_kernel cell>")
+    namespace: dict = {}
+    exec(statements, namespace)
+    return namespace["attention_kernel"]
 
 
 @pytest.mark.parametrize("mutant", [None, "lab07_attention/attention_kernel__no_rescale"])
-def test_lab07_kernel_cases_cross_key_blocks_with_a_gpus_tiles(mutant, monkeypatch, tmp_path):
+def test_lab07_kernel_cases_cross_key_blocks_with_a_gpus_tiles(mutant, monkeypatch):
     """On a GPU the kernel's tiles are 64 x 64; the visible and hidden cases must still span several
     key blocks there, or a kernel that never rescales its accumulator passes them (it lost only the
     speed test's points on an H200). Run here in the interpreter with the GPU's tiles."""
@@ -211,7 +212,7 @@ def test_lab07_kernel_cases_cross_key_blocks_with_a_gpus_tiles(mutant, monkeypat
     source = notebooks.find_cell(_solution("lab07_attention"), "attention_kernel").source
     if mutant is not None:
         source = next(m for m in MUTANTS if m.id == mutant).planted(source)
-    kernel = _kernel_from_cell(source, tmp_path / "kernel_under_test.py")
+    kernel = _kernel_from_cell(source)
     monkeypatch.setattr(lab07, "_block", lambda: 64)
 
     def wrapper(q, k, v, causal=False):

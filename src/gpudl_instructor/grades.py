@@ -44,6 +44,10 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+# grades.csv's columns before the one column per graded cell
+ROW_COLUMNS = ("student", "status", "score", "max_score", "percent", "reason", "notes", "late", "lms_id")
+
+
 def write_csv(path: Path, lab: str, out: Path) -> None:
     """``grades.csv`` from the gradebook and the status of every student graded so far, one row
     each, written atomically (a crash leaves the previous file)."""
@@ -78,7 +82,7 @@ def write_csv(path: Path, lab: str, out: Path) -> None:
                          *[f"{scores.get(c, 0.0):g}" for c in cells]])
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["student", "status", "score", "max_score", "percent", "reason", "notes", "late", "lms_id", *cells])
+    w.writerow([*ROW_COLUMNS, *cells])
     w.writerows(rows)
     _atomic_write(path, buf.getvalue())
 
