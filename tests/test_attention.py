@@ -316,6 +316,23 @@ def test_peak_traced_bytes_sees_numpy_allocations():
     assert 8 * 2**20 <= peak2 < 9 * 2**20
 
 
+def test_peak_traced_bytes_sees_torch_allocations():
+    """torch's CPU allocator does not report to tracemalloc; the largest storage a torch function
+    returned counts, however the code reached it (a function, a method, the @ operator)."""
+    import torch
+
+    def allocate():
+        a = torch.ones(2**20, dtype=torch.float64)             # 8 MiB
+        b = (a.view(1024, 1024) @ a.view(1024, 1024)[:, :1]).sum()
+        return float(b)
+
+    result, peak = A.peak_traced_bytes(allocate)
+    assert result == 1024 * 1024                 # 1024 rows of 1024 ones
+    assert 8 * 2**20 <= peak < 9 * 2**20
+    _, small = A.peak_traced_bytes(lambda: torch.ones(1000).sum())
+    assert small < 2**16
+
+
 # --- Triton ------------------------------------------------------------------------------------
 
 TRITON_CASES = [(37, 37, 16), (32, 32, 16), (1, 1, 16), (20, 50, 16), (50, 20, 16), (37, 37, 24)]

@@ -406,6 +406,26 @@ def test_lab07_refuses_softmin_of_minus_x():
         lab07.softmax(lambda s, axis=-1: torch.nn.functional.softmin(-torch.from_numpy(s), axis).numpy())
 
 
+def _torch_naive_attention(q, k, v, block, causal=False):
+    """tiled_attention's interface, computed the naive way in torch (no forbidden routine: the
+    whole (Lq, Lk) score matrix at once, softmax written out)."""
+    q, k, v = (torch.from_numpy(x) for x in (q, k, v))
+    s = q @ k.T / q.shape[1] ** 0.5
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape, dtype=torch.bool).triu(1), float("-inf"))
+    p = (s - s.amax(1, keepdim=True)).exp()
+    return (p / p.sum(1, keepdim=True) @ v).numpy()
+
+
+def test_lab07_tiled_attention_sees_a_torch_score_matrix():
+    """The memory check sees torch's tensors too (tracemalloc alone does not): naive attention in
+    torch passes the small cases, then fails the check at L = 1024."""
+    from gpudl.grading import lab07
+
+    with pytest.raises(GradingError, match="full score matrix"):
+        lab07.tiled_attention(_torch_naive_attention)
+
+
 # --- running student code -------------------------------------------------------------
 
 def test_call_student_is_quiet_and_explains_failures(capfd):

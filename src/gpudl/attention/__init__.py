@@ -38,7 +38,8 @@ The package, one module per idea, in reading order:
                             ``multihead_self_attention_params``, ``transformer_block_params``,
                             ``transformer_params``, ``ModelSize``, ``MODEL_SIZES``,
                             ``attention_workspace_bytes``, ``attention_dram_bytes``,
-                            ``peak_traced_bytes`` (the peak NumPy memory of a call, by tracemalloc)
+                            ``peak_traced_bytes`` (the peak memory of a call: tracemalloc, and
+                            torch's largest storage)
 
 Every public name is re-exported here: ``from gpudl import attention; attention.causal_mask(4)``.
 """

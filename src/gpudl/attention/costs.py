@@ -6,13 +6,16 @@ Public names, in order:
 ``multihead_self_attention_params``, ``transformer_block_params``, ``transformer_params``,
 ``ModelSize``, ``MODEL_SIZES``      parameter counts, and the lecture's table of model sizes
 ``attention_workspace_bytes``, ``attention_dram_bytes``   memory and DRAM traffic models
-``peak_traced_bytes``               measure the peak NumPy memory of a call (tracemalloc)
+``peak_traced_bytes``               measure the peak memory of a call (tracemalloc, and torch's
+                                    largest storage)
 """
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import math
 import tracemalloc
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from ..hardware import bytes_per_element
 from .reference import _blocks
@@ -113,17 +116,49 @@ def attention_dram_bytes(lq: int, lk: int, d: int, dv: int | None = None, *, bat
 
 def peak_traced_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, int]:
     """Run ``fn(*args, **kwargs)``; return its result and the peak of the memory allocated
-    during the call, in bytes, as ``tracemalloc`` sees it (Python objects and NumPy arrays,
-    which report their buffers to tracemalloc; torch tensors are not seen)."""
+    during the call, in bytes: the peak ``tracemalloc`` sees (Python objects and NumPy arrays,
+    which report their buffers to it), or the largest storage a torch function returned during the
+    call (torch's allocator does not report to tracemalloc), whichever is larger."""
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
     try:
-        base, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        result = fn(*args, **kwargs)
-        _, peak = tracemalloc.get_traced_memory()
+        with _largest_torch_storage() as largest:
+            base, _ = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            result = fn(*args, **kwargs)
+            _, peak = tracemalloc.get_traced_memory()
     finally:
         if not was_tracing:
             tracemalloc.stop()
-    return result, max(0, peak - base)
+    return result, max(0, peak - base, largest[0])
+
+
+@contextlib.contextmanager
+def _largest_torch_storage() -> Iterator[list[int]]:
+    """A one-element list that holds, when the block ends, the bytes of the largest storage a
+    torch function returned inside it (0 where torch is not installed). A function mode sees every
+    call of torch's Python API (methods and operators too), as the guard's does; a dispatch mode
+    would also see operators inside composite ones, but its first use imports ~900 modules (4 s)."""
+    largest = [0]
+    if importlib.util.find_spec("torch") is None:
+        yield largest
+        return
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    def note(out: Any) -> None:
+        if isinstance(out, torch.Tensor):
+            largest[0] = max(largest[0], out.untyped_storage().nbytes())
+        elif isinstance(out, (tuple, list)):
+            for item in out:
+                note(item)
+
+    class Largest(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            note(out)
+            return out
+
+    with Largest():
+        yield largest

@@ -17,8 +17,9 @@ Where the visible cases' expected values come from:
 ``online_softmax_merge``            the state of the union of the two blocks, computed from its
                                     scores with ``torch.logsumexp`` and ``torch.softmax`` (merging
                                     two blocks' states must give their union's)
-``tiled_attention``                 torch's SDPA; its peak memory by ``tracemalloc`` in the
-                                    student's process
+``tiled_attention``                 torch's SDPA; its peak memory in the student's process
+                                    (``tracemalloc``, and the largest storage a torch
+                                    function returned: ``peak_traced_bytes``)
 ``attention_flops``                 stored at release (``expected/lab07``)
 ``memory_questions``                well-formed only (a ``@question``: the verdict is the grader's)
 ``attention_kernel``, ``kernel_speed``   torch's SDPA; on a GPU the speed beside torch's SDPA,
@@ -28,8 +29,8 @@ The student's code may not call PyTorch's attention or softmax in any exercise (
 refuses them), so no course tool built on them can stand in for an answer.
 
 Three checks observe the student's process itself, through ``@student_side`` adapters that
-return plain data: the tiled attention's peak memory (``tracemalloc`` in the process that runs
-it), whether the kernel is a Triton kernel (and what it computes launched as the lab's wrapper
+return plain data: the tiled attention's peak memory (``tracemalloc`` and torch's largest
+storage, in the process that runs it), whether the kernel is a Triton kernel (and what it computes launched as the lab's wrapper
 launches it), and, on a GPU, the kernel's speed beside torch's SDPA, timed in the same process.
 """
 from __future__ import annotations
@@ -325,7 +326,8 @@ def tiled_attention(fn: Callable) -> None:
 
 @student_side
 def _traced_peak(fn: Callable, *args: Any) -> tuple[Any, int]:
-    """(Student side) ``fn(*args)`` and the peak of the memory it allocated (``tracemalloc``)."""
+    """(Student side) ``fn(*args)`` and the peak of the memory it allocated (``peak_traced_bytes``:
+    NumPy's by tracemalloc, torch's by its largest storage)."""
     out, peak = peak_traced_bytes(fn, *args)
     return out, int(peak)
 
