@@ -40,6 +40,25 @@ def test_doctor_run_as_venv_gpudl_passes_without_the_venv_on_path():
     assert "alembic" not in res.stdout
 
 
+def test_instructor_doctor_names_a_missing_instructor_distribution(monkeypatch, capsys):
+    """A GPU machine's wheelhouse without nh3 graded every student "not graded" while doctor said
+    all good: the instructor's doctor checks pyproject's instructor extra."""
+    import argparse
+
+    import gpudl.cli
+    from gpudl_instructor import cli as instructor_cli
+
+    wanted = instructor_cli.instructor_requirements()
+    assert {"nh3", "latex2mathml", "copydetect"} <= set(wanted)
+    real = gpudl.cli._version
+    monkeypatch.setattr(gpudl.cli, "_version", lambda dist: None if dist == "nh3" else real(dist))
+    assert instructor_cli.instructor_doctor(argparse.Namespace()) == 1
+    out = capsys.readouterr().out
+    assert "nh3         MISSING" in out
+    assert f"nh3 is missing: pip install '{wanted['nh3']}'" in out
+    assert "all good" not in out
+
+
 def test_alembic_is_found_next_to_the_interpreter_or_on_path_else_doctor_says_what_to_do(tmp_path):
     bare, tools = tmp_path / "bare", tmp_path / "tools"
     bare.mkdir(), tools.mkdir()

@@ -30,10 +30,37 @@ from gpudl import cli as course_cli
 from gpudl.cli import doctor, find_alembic  # noqa: F401 - the instructor's doctor is the course's with more checks
 
 
+def instructor_requirements(pyproject: Path | None = None) -> dict[str, str]:
+    """{distribution: requirement} of pyproject.toml's ``instructor`` extra: what grading's
+    feedback pages, the class report and ``gpudl similar`` need beyond the course edition."""
+    import re
+    import tomllib
+
+    path = pyproject or Path(__file__).resolve().parents[2] / "pyproject.toml"
+    if path.exists():
+        extra = tomllib.loads(path.read_text())["project"]["optional-dependencies"]["instructor"]
+    else:                               # installed from a wheel: its metadata
+        import importlib.metadata
+
+        extra = [r.split(";")[0].strip() for r in importlib.metadata.requires("gpudl") or ()
+                 if re.search(r"extra\s*==\s*.instructor.", r)]
+    return {re.match(r"[A-Za-z0-9_.-]+", req).group(0): req for req in extra}
+
+
 def _doctor_extra() -> list[str]:
-    """What the instructor's doctor checks beyond the course edition's: the sandbox and the repository."""
+    """What the instructor's doctor checks beyond the course edition's: the instructor's
+    distributions, the sandbox and the repository."""
+    from gpudl.cli import _version
+
     from .sandbox import available
     problems: list[str] = []
+    for dist, req in instructor_requirements().items():
+        v = _version(dist)
+        print(f"{dist:<11} {v or 'MISSING'}")
+        if v is None:
+            problems.append(f"{dist} is missing: pip install '{req}' (grading writes every student's feedback "
+                            "and the class report with it; a GPU machine without network: README, \"For GPU "
+                            "runners\")")
     ok, why = available()
     if ok:
         print("sandbox     bubblewrap works here: `gpudl grade` runs each student's kernel in a sandbox")
