@@ -58,9 +58,9 @@ def _doctor_extra() -> list[str]:
         v = _version(dist)
         print(f"{dist:<11} {v or 'MISSING'}")
         if v is None:
-            problems.append(f"{dist} is missing: pip install '{req}' (grading writes every student's feedback "
-                            "and the class report with it; a GPU machine without network: README, \"For GPU "
-                            "runners\")")
+            problems.append(f"{dist} is missing: pip install '{req}' (pyproject.toml's instructor extra: grading's "
+                            "feedback and class report or `gpudl similar` use it; a GPU machine without network: "
+                            "README, \"For GPU runners\")")
     ok, why = available()
     if ok:
         print("sandbox     bubblewrap works here: `gpudl grade` runs each student's kernel in a sandbox")
