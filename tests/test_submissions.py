@@ -150,6 +150,15 @@ def test_review_flags_name_code_that_drives_the_autograd_engine_itself(tmp_path)
     assert any("cell 'bound'" in f and "_execution_engine" in f for f in flags), flags
 
 
+def test_review_flags_name_code_that_touches_tracemalloc(tmp_path):
+    """lab07's memory check reads tracemalloc in the student's process: stopping or resetting it
+    there would hide the score matrix, so importing it is for review."""
+    nb = notebooks.replace_source(released(), "bound", "from tracemalloc import stop\ndef bound(*a):\n"
+                                  "    stop()\n    return 'memory'\n")
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and "imports tracemalloc" in f for f in flags), flags
+
+
 def test_names_for_the_gradebook():
     assert submissions.split_name("ada-lovelace") == ("ada", "lovelace")
     assert submissions.split_name("alice") == ("", "alice")

@@ -427,6 +427,9 @@ _SUSPECT_ATTRS = {"__wrapped__", "__closure__", "__code__", "__globals__", "__bu
                   "getsource", "getsourcelines", "getsourcefile", "getfile", "__file__", "__path__", "__spec__",
                   "__loader__", "get_data"}
 _SUSPECT_NAMES = {"exec", "eval", "compile", "__import__", "ctypes", "importlib", "marshal", "get_ipython"}
+# Modules whose import is for review: the interpreter's machinery, and tracemalloc, which lab07's memory
+# check reads in the student's process (stopping or resetting it hides an allocation)
+_SUSPECT_MODULES = {"ctypes", "importlib", "marshal", "gc", "tracemalloc"}
 # torch's compilers: the guard refuses TorchScript where it refuses a torch routine, and cannot see which
 # routines code compiled by either runs
 _TORCH_COMPILERS = {"jit", "compile", "_dynamo"}
@@ -538,7 +541,7 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
                 what = f"uses {node.id}"
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                if any(m.split(".")[0] in ("ctypes", "importlib", "marshal", "gc") for m in mods):
+                if any(m.split(".")[0] in _SUSPECT_MODULES for m in mods):
                     what = f"imports {', '.join(mods)}"
             if what:
                 flags.append(f"review: {where}, line {getattr(node, 'lineno', '?')}: {what}")
