@@ -426,6 +426,33 @@ def test_lab07_tiled_attention_sees_a_torch_score_matrix():
         lab07.tiled_attention(_torch_naive_attention)
 
 
+@pytest.mark.parametrize("fmt, cast", [
+    ("bf16", lambda x: torch.tensor(x, dtype=torch.bfloat16)),
+    ("bf16", lambda x: torch.empty(x.shape, dtype=torch.int16).view(torch.bfloat16).copy_(torch.from_numpy(x))),
+    ("fp16", lambda x: torch.as_tensor(x, dtype=torch.float16)),
+], ids=["torch.tensor(dtype=)", "copy_ into a view", "torch.as_tensor(dtype=)"])
+def test_lab08_rounding_refuses_torchs_casts_under_any_name(fmt, cast):
+    """Rounding to BF16 or FP16 is checked against torch's cast: any torch function that makes a
+    tensor of the format is refused (the guard's list names only some casts), even when the code
+    catches the refusal and answers some other way."""
+    from gpudl.grading import lab08
+
+    check = lab08.round_to_bf16 if fmt == "bf16" else lab08.round_to_fp16
+
+    def rounded(x):
+        return cast(x).view(torch.int16).numpy().view(np.uint16)
+
+    def caught(x):
+        try:
+            return rounded(x)
+        except Exception:
+            return np.zeros(x.shape, np.uint16)
+
+    for fn in (rounded, caught):
+        with pytest.raises(ReferenceUsedError, match=f"makes a torch.{'bfloat16' if fmt == 'bf16' else 'float16'}"):
+            check(fn)
+
+
 # --- running student code -------------------------------------------------------------
 
 def test_call_student_is_quiet_and_explains_failures(capfd):
