@@ -30,8 +30,9 @@ refuses them), so no course tool built on them can stand in for an answer.
 
 Three checks observe the student's process itself, through ``@student_side`` adapters that
 return plain data: the tiled attention's peak memory (``tracemalloc`` and torch's largest
-storage, in the process that runs it), whether the kernel is a Triton kernel (and what it computes launched as the lab's wrapper
-launches it), and, on a GPU, the kernel's speed beside torch's SDPA, timed in the same process.
+storage, in the process that runs it), whether the kernel is a Triton kernel (and what it
+computes launched as the lab's wrapper launches it), and, on a GPU, the kernel's speed beside
+torch's SDPA, timed in the same process.
 """
 from __future__ import annotations
 
