@@ -1,7 +1,9 @@
 """gpudl.grading: comparisons that teach, seeded cases, the guard, and quietness."""
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 import threading
 import warnings
 from typing import List, Optional
@@ -426,6 +428,54 @@ def test_lab07_tiled_attention_sees_a_torch_score_matrix():
         lab07.tiled_attention(_torch_naive_attention)
 
 
+def test_a_thread_under_the_guards_mode_ends_without_crashing():
+    """A thread started under a guard that watches torch carries the guard's mode; the mode is
+    popped as the thread's Python state is cleared. Left to torch's thread-local teardown, which
+    runs without the GIL, it crashed the process while the main thread ran Python (6 runs of
+    6 before the fix)."""
+    script = textwrap.dedent('''
+        from concurrent.futures import ThreadPoolExecutor
+        import torch
+        from gpudl.grading import lab07
+
+        def naive(q, k, v, block, causal=False):
+            q, k, v = (torch.from_numpy(x) for x in (q, k, v))
+            s = q @ k.T / q.shape[1] ** 0.5
+            if causal:
+                s = s.masked_fill(torch.ones(s.shape, dtype=torch.bool).triu(1), float("-inf"))
+            p = (s - s.amax(1, keepdim=True)).exp()
+            return (p / p.sum(1, keepdim=True) @ v).numpy()
+
+        def in_a_thread(*args, **kwargs):
+            with ThreadPoolExecutor(1) as pool:
+                return pool.submit(naive, *args, **kwargs).result()
+
+        for _ in range(10):
+            try:
+                lab07.tiled_attention(in_a_thread)
+            except Exception:
+                pass
+        print("done")
+    ''')
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "done", run.stderr[-2000:]
+
+
+def test_lab07_tiled_attention_sees_a_torch_score_matrix_made_in_a_thread():
+    """The memory check's watch reaches the threads the student's code starts: the guard's own
+    mode, which those threads get, hands it torch's tensors (one mode per thread)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpudl.grading import lab07
+
+    def in_a_thread(*args, **kwargs):
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(_torch_naive_attention, *args, **kwargs).result()
+
+    with pytest.raises(GradingError, match="full score matrix"):
+        lab07.tiled_attention(in_a_thread)
+
+
 @pytest.mark.parametrize("fmt, cast", [
     ("bf16", lambda x: torch.tensor(x, dtype=torch.bfloat16)),
     ("bf16", lambda x: torch.empty(x.shape, dtype=torch.int16).view(torch.bfloat16).copy_(torch.from_numpy(x))),
@@ -448,9 +498,32 @@ def test_lab08_rounding_refuses_torchs_casts_under_any_name(fmt, cast):
         except Exception:
             return np.zeros(x.shape, np.uint16)
 
-    for fn in (rounded, caught):
+    def threaded(x):
+        out = []
+        worker = threading.Thread(target=lambda: out.append(caught(x)))
+        worker.start()
+        worker.join()
+        return out[0]
+
+    for fn in (rounded, caught, threaded):
         with pytest.raises(ReferenceUsedError, match=f"makes a torch.{'bfloat16' if fmt == 'bf16' else 'float16'}"):
             check(fn)
+
+
+def test_guard_refuses_making_a_tensor_of_a_named_dtype_and_leaves_the_name():
+    """A torch dtype in the guard's list: any torch function that returns a tensor of it is
+    refused (a factory, a cast, a view), the dtype itself stays usable (it is not replaced), and
+    tensors of other dtypes pass."""
+    bf16 = torch.bfloat16
+    for make in (lambda: torch.zeros(2, dtype=torch.bfloat16), lambda: torch.ones(2).to(bf16),
+                 lambda: torch.ones(2, dtype=torch.int16).view(bf16)):
+        with pytest.raises(ReferenceUsedError, match="makes a torch.bfloat16 tensor"):
+            with grading.guard("torch.bfloat16", label="this check"):
+                make()
+    with grading.guard("torch.bfloat16"):
+        assert torch.bfloat16 is bf16
+        assert torch.zeros(2, dtype=torch.float16).dtype == torch.float16
+    assert torch.zeros(2, dtype=bf16).dtype == bf16          # after the block, as before
 
 
 # --- running student code -------------------------------------------------------------

@@ -11,11 +11,9 @@ Public names, in order:
 """
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import math
 import tracemalloc
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from ..hardware import bytes_per_element
 from .reference import _blocks
@@ -119,11 +117,18 @@ def peak_traced_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tupl
     during the call, in bytes: the peak ``tracemalloc`` sees (Python objects and NumPy arrays,
     which report their buffers to it), or the largest storage a torch function returned during the
     call (torch's allocator does not report to tracemalloc), whichever is larger."""
+    from ..grading.forbidden import torch_outputs    # the guard's mode, where one watches torch
+
+    largest = [0]                       # the largest storage a torch function returned
+
+    def note(tensor: Any) -> None:
+        largest[0] = max(largest[0], tensor.untyped_storage().nbytes())
+
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
     try:
-        with _largest_torch_storage() as largest:
+        with torch_outputs(note):
             base, _ = tracemalloc.get_traced_memory()
             tracemalloc.reset_peak()
             result = fn(*args, **kwargs)
@@ -132,33 +137,3 @@ def peak_traced_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tupl
         if not was_tracing:
             tracemalloc.stop()
     return result, max(0, peak - base, largest[0])
-
-
-@contextlib.contextmanager
-def _largest_torch_storage() -> Iterator[list[int]]:
-    """A one-element list that holds, when the block ends, the bytes of the largest storage a
-    torch function returned inside it (0 where torch is not installed). A function mode sees every
-    call of torch's Python API (methods and operators too), as the guard's does; a dispatch mode
-    would also see operators inside composite ones, but its first use imports ~900 modules (4 s)."""
-    largest = [0]
-    if importlib.util.find_spec("torch") is None:
-        yield largest
-        return
-    import torch
-    from torch.overrides import TorchFunctionMode
-
-    def note(out: Any) -> None:
-        if isinstance(out, torch.Tensor):
-            largest[0] = max(largest[0], out.untyped_storage().nbytes())
-        elif isinstance(out, (tuple, list)):
-            for item in out:
-                note(item)
-
-    class Largest(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            note(out)
-            return out
-
-    with Largest():
-        yield largest

@@ -6,7 +6,10 @@ two kinds of thing:
 
 - the package's references (functions decorated with ``@reference``): the wrapper refuses calls
   from code outside the package (``gpudl.references``);
-- library routines, by dotted name (``"torch.nn.functional.conv2d"``, ``"numpy.einsum"``).
+- library routines, by dotted name (``"torch.nn.functional.conv2d"``, ``"numpy.einsum"``);
+- a torch dtype, by its name (``"torch.bfloat16"``): any torch function that returns a tensor of
+  it is refused, whatever cast or factory made it (``torch.tensor(x, dtype=...)``, ``as_tensor``,
+  ``copy_`` into one, ``.view(dtype)``), where a check compares with torch's cast to a format.
 
 A student can reach a routine under another name than the one the check wrote, so each kind is
 watched at more than one door:
@@ -33,6 +36,8 @@ watched at more than one door:
 
 A refusal counts even when the code catches it and goes on: the block raises when it ends, naming
 the first forbidden call. Threads started inside the block get the same watch (doors 2 and 3).
+``torch_outputs(watcher)`` hands every tensor a torch function returns to ``watcher``, through the
+guard's own mode where one watches torch (so in its threads too: one mode per thread).
 The hook costs time on every call the interpreter makes (about 3x on the Triton interpreter's
 kernels), so it is installed only when door 3 has something to watch: a torch routine needs only
 door 2.
@@ -190,9 +195,9 @@ def _refusing_mode_class() -> type:
     from torch.overrides import TorchFunctionMode
 
     class RefuseTorchRoutines(TorchFunctionMode):
-        def __init__(self, refused: dict[Any, str], label: str, seen: list[str]):
+        def __init__(self, refused: dict[Any, str], made: dict[Any, str], label: str, seen: list[str]):
             super().__init__()
-            self.refused, self.label, self.seen, self.active = refused, label, seen, True
+            self.refused, self.made, self.label, self.seen, self.active = refused, made, label, seen, True
             # the refused routines' names, for what torch calls them elsewhere (``_same_name``)
             self.names = {_name_key(_routine(name)) for name in refused.values()}
 
@@ -201,18 +206,77 @@ def _refusing_mode_class() -> type:
             if name is None and self.active:
                 name = _same_name(func, self.names)
             if name is not None:
-                if not self.seen:
-                    self.seen.append(name)
-                raise ReferenceUsedError(_library_message(name, self.label))
-            return func(*args, **(kwargs or {}))
+                self._refuse(name)
+            out = func(*args, **(kwargs or {}))
+            if self.active and (self.made or _OUTPUT_WATCHERS):
+                for tensor in _tensors(out):
+                    dtype = self.made.get(tensor.dtype)
+                    if dtype is not None:
+                        self._refuse(_made_name(dtype))
+                    for watcher in tuple(_OUTPUT_WATCHERS):
+                        watcher(tensor)
+            return out
+
+        def _refuse(self, name: str) -> None:
+            if not self.seen:
+                self.seen.append(name)
+            raise ReferenceUsedError(_library_message(name, self.label))
 
     return RefuseTorchRoutines
 
 
-def _refusing_mode(refused: dict[Any, str], label: str, seen: list[str]) -> Any:
-    """A ``TorchFunctionMode`` that raises on the callables in ``refused`` (and notes them in
-    ``seen``) while its ``active`` is true, and passes every call through otherwise."""
-    return _refusing_mode_class()(refused, label, seen)
+def _refusing_mode(refused: dict[Any, str], made: dict[Any, str], label: str, seen: list[str]) -> Any:
+    """A ``TorchFunctionMode`` that, while its ``active`` is true, raises on the callables in
+    ``refused`` and on any torch function that returns a tensor of a dtype in ``made``, noting
+    the first in ``seen``, and hands every tensor a torch function returns to the watchers of
+    ``torch_outputs``; it passes every call through otherwise."""
+    return _refusing_mode_class()(refused, made, label, seen)
+
+
+def _tensors(out: Any) -> Iterator[Any]:
+    """The tensors a torch function returned: ``out`` itself, or those in a tuple or list of them."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        yield out
+    elif isinstance(out, (tuple, list)):
+        for item in out:
+            yield from _tensors(item)
+
+
+def _made_name(dotted: str) -> str:
+    """What the guard calls making a tensor of the refused dtype ``dotted`` ("torch.bfloat16")."""
+    return f"a {dotted} tensor"
+
+
+# The callbacks of ``torch_outputs`` blocks now open: each gets every tensor a torch function returns.
+_OUTPUT_WATCHERS: list[Callable[[Any], None]] = []
+
+
+@contextlib.contextmanager
+def torch_outputs(watcher: Callable[[Any], None]) -> Iterator[None]:
+    """Inside the block, ``watcher(tensor)`` for each tensor a torch function returns (the torch
+    function mode sees methods, operators and ``torch.*`` however they are reached). Inside a
+    guard that watches torch, the guard's own mode calls it, on the threads the guard watches too:
+    one mode per thread (two Python modes on one thread can crash torch as the thread ends).
+    Elsewhere, a mode of its own on this thread. Without torch, nothing to watch."""
+    if importlib.util.find_spec("torch") is None:
+        yield
+        return
+    from torch.overrides import _get_current_function_mode_stack
+
+    cls = _refusing_mode_class()
+    guarded = any(isinstance(m, cls) and m.active for m in _get_current_function_mode_stack())
+    depth = _mode_depth()
+    _OUTPUT_WATCHERS.append(watcher)
+    try:
+        if not guarded:
+            _refusing_mode({}, {}, "", []).__enter__()
+        yield
+    finally:
+        _OUTPUT_WATCHERS.remove(watcher)
+        if not guarded:
+            _unwind_modes(depth)
 
 
 def _mode_depth() -> int:
@@ -228,6 +292,29 @@ def _unwind_modes(depth: int) -> None:
 
     while _mode_depth() > depth:
         _pop_mode()
+
+
+class _PopModes:
+    """Pops its thread's torch function modes down to ``depth`` when it dies: with the thread's
+    locals, as the thread's Python state is cleared, which holds the GIL. A mode still on the stack
+    after that is released by torch's thread-local teardown without the GIL, which can crash the
+    process while another thread runs Python."""
+
+    def __init__(self, depth: int):
+        self.depth = depth
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            _unwind_modes(self.depth)
+
+
+_THREAD_EXIT = threading.local()
+
+
+def _pop_at_thread_exit(depth: int) -> None:
+    """When this thread ends, pop the torch function modes above ``depth`` (see ``_PopModes``)."""
+    if getattr(_THREAD_EXIT, "modes", None) is None:
+        _THREAD_EXIT.modes = _PopModes(depth)
 
 
 # --- door 3: the profile hook ---------------------------------------------------------------------
@@ -252,6 +339,9 @@ _TORCHSCRIPT = "a TorchScript function (torch.jit)"
 
 
 def _library_message(dotted: str, label: str) -> str:
+    if dotted.startswith("a torch."):                   # _made_name: a tensor of a refused dtype
+        return (f"your code makes {dotted}, which {label} asks you to do without (a cast to the format, under "
+                "any name, is what it is checked against): write the computation yourself.")
     if dotted == _TORCHSCRIPT:
         return (f"your code calls {dotted}, whose torch routines {label} cannot see (it forbids some): call them "
                 "from Python.")
@@ -283,13 +373,18 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             continue                    # a library that is not installed: nothing to call
         owner, attr = _resolve(dotted)
         originals.append((owner, attr, getattr(owner, attr), dotted))
+    made: dict[Any, str] = {}             # torch dtypes no torch function may return a tensor of
+    if "torch" in sys.modules:
+        made = {original: dotted for *_, original, dotted in originals
+                if isinstance(original, sys.modules["torch"].dtype)}
+        originals = [entry for entry in originals if entry[3] not in made.values()]
     for _owner, _attr, original, dotted in originals:
         if handed_to_modes(original):                   # before any attribute of torch is replaced
             refused.update(torch_names(original))
             refused[original] = dotted
         else:
             watched.update(dict.fromkeys(_watch_keys(original), dotted))
-    if refused or any(dotted.split(".")[0] == "torch" for *_, dotted in originals):
+    if refused or made or any(dotted.split(".")[0] == "torch" for *_, dotted in originals):
         # TorchScript runs its graph's operators (torch.autograd.grad's too) from C++, where neither
         # the mode nor the hook sees them: refused wherever something of torch is
         torch_c = sys.modules["torch"]._C
@@ -321,14 +416,15 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             seen.append(hit)
 
     hooked = bool(watched or underneath)
-    modes = [_refusing_mode(refused, label, seen)] if refused else []
+    modes = [_refusing_mode(refused, made, label, seen)] if refused or made else []
 
     def thread_start(frame, event, arg):
         """The first event of a thread started inside the block: the same watch there."""
         sys.setprofile(hook if hooked else None)
         if modes:
-            thread_mode = _refusing_mode(refused, label, seen)
+            thread_mode = _refusing_mode(refused, made, label, seen)
             modes.append(thread_mode)
+            _pop_at_thread_exit(_mode_depth())
             thread_mode.__enter__()      # left on that thread's stack; inactive once the block ends
         if hooked:
             hook(frame, event, arg)
@@ -377,4 +473,4 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
         raise ReferenceUsedError(_library_message(seen[0], label))
 
 
-__all__ = ["guard", "handed_to_modes", "torch_names"]
+__all__ = ["guard", "handed_to_modes", "torch_names", "torch_outputs"]

@@ -17,8 +17,8 @@ Where the expected values come from:
 - ``round_to_bf16``, ``round_to_fp16``: torch's casts (``gpudl.formats.torch_bits``); the
   truncated and ties-away patterns a hint names: the store of values recorded at release
   (``gpudl.grading.expected``: ``expected("lab08")``). While the student's function runs, any torch
-  function that makes a tensor of the format is refused (``_round_without_casts``), whatever cast
-  it is; NumPy's ``astype("float16")`` is a C method no hook sees, refused only as ``numpy.float16``;
+  function that makes a tensor of the format is refused (the guard's ``"torch.bfloat16"``),
+  whatever cast it is; NumPy's ``astype("float16")`` is a C method no hook sees, refused only as ``numpy.float16``;
 - ``matmul_in_format``: the store (the tensor core's model: no library accumulates in FP16 one
   product at a time);
 - ``scaler_step``: ``torch.amp.GradScaler``'s own kernels (``torch._amp_foreach_non_finite_check_and_unscale_``,
@@ -39,9 +39,8 @@ import numpy as np
 
 from .. import formats
 from ..mixed_precision import BACKOFF_FACTOR, GROWTH_FACTOR, GROWTH_INTERVAL, INIT_SCALE, ScalerState
-from ..references import ReferenceUsedError
 from . import (Case, GradingError, assert_close, call_student, check_cases, choice_letters, exercise, question,
-               ratio_hint, run_student, student_side)
+               ratio_hint)
 from .expected import expected
 
 LAB = "lab08"
@@ -256,52 +255,15 @@ def _compare_bits(actual: Any, x: np.ndarray, fmt: formats.FloatFormat, where: s
                        f"{_hex(want[i], width)}, yours is {_hex(a[i], width)}: {hint}")
 
 
-@student_side
-def _round_without_casts(fn: Callable, x: np.ndarray, dtype: str, label: str) -> Any:
-    """(Student side) ``fn(x)`` while torch refuses to make a tensor of ``dtype`` ("bfloat16"): a
-    cast by any of torch's routines (``torch.tensor(x, dtype=...)``, ``copy_`` into one, ...) makes
-    one, and the guard's list of casts (``_CASTS``) cannot name them all. A refusal the code
-    catches still counts."""
-    import importlib.util
-
-    if not dtype or importlib.util.find_spec("torch") is None:
-        return fn(x)
-    import torch
-    from torch.overrides import TorchFunctionMode
-
-    refused = getattr(torch, dtype)
-    message = (f"your code makes a torch.{dtype} tensor, which {label} asks you to do without: torch's cast is "
-               "what your rounding is checked against. Build the bit patterns with integer operations.")
-    seen: list[bool] = []
-
-    class RefuseDtype(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            if any(isinstance(t, torch.Tensor) and t.dtype == refused
-                   for t in (out if isinstance(out, (tuple, list)) else (out,))):
-                seen.append(True)
-                raise ReferenceUsedError(message)
-            return out
-
-    with RefuseDtype():
-        try:
-            result = fn(x)
-        except Exception:
-            if not seen:
-                raise
-    if seen:
-        raise ReferenceUsedError(message)
-    return result
-
-
 def _compare_rounding(fn: Any, fmt: formats.FloatFormat, cases: Sequence[tuple[np.ndarray, str]], label: str,
                       encode: Callable) -> None:
     """``cases``: (float32 inputs, label); ``encode(x, fmt, rounding)`` gives the expected patterns."""
     __tracebackhide__ = True
     for x, what in cases:
         where = f"{fn.__name__} on {what}"
-        got = run_student(_round_without_casts, fn, x.copy(), fmt.torch_dtype, label, forbid=_FORMAT_TOOLS + _CASTS,
-                          label=label, what=where)
+        # torch.<format>: no torch function may make a tensor of the format, whatever cast it is
+        refused = [f"torch.{fmt.torch_dtype}"] if fmt.torch_dtype else []
+        got = call_student(fn, x.copy(), forbid=_FORMAT_TOOLS + _CASTS + refused, label=label, what=where)
         _compare_bits(got, x, fmt, where, encode)
 
 
