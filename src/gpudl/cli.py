@@ -34,6 +34,18 @@ def find_alembic(executable: str | None = None, path: str | None = None) -> str 
     return shutil.which("alembic", path=bindir + os.pathsep + path)
 
 
+def check_distributions(fixes: dict[str, str]) -> list[str]:
+    """Print each distribution of ``fixes`` ({distribution: how to install it}) with its version
+    (or MISSING); return "DIST is missing: FIX" for each one missing."""
+    missing = []
+    for dist, fix in fixes.items():
+        v = _version(dist)
+        print(f"{dist:<11} {v or 'MISSING'}")
+        if v is None:
+            missing.append(f"{dist} is missing: {fix}")
+    return missing
+
+
 def doctor(_args: argparse.Namespace) -> int:
     problems: list[str] = []
     print(f"python      {platform.python_version()} ({sys.executable})")
@@ -48,12 +60,9 @@ def doctor(_args: argparse.Namespace) -> int:
     }
     optional = {"triton": "pip install triton (Linux); the Triton exercises need it",
                 "jupyterlab": "pip install 'jupyterlab>=4,<5' (only to open the labs in a browser)"}
-    for dist, fix in {**required, **optional}.items():
-        v = _version(dist)
-        print(f"{dist:<11} {v or 'MISSING'}")
-        if v is None:
-            (problems.append(f"{dist} is missing: {fix}") if dist in required
-             else print(f"            ({fix})"))
+    problems += check_distributions(required)
+    for fix in check_distributions(optional):
+        print(f"            ({fix.partition(': ')[2]})")
     if find_alembic() is None:
         problems.append("alembic is neither on PATH nor next to this Python (nbgrader needs it to create a "
                         "gradebook): reinstall nbgrader (pip install 'nbgrader>=0.9.6,<0.10') in this environment")

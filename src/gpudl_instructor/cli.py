@@ -50,17 +50,13 @@ def instructor_requirements(pyproject: Path | None = None) -> dict[str, str]:
 def _doctor_extra() -> list[str]:
     """What the instructor's doctor checks beyond the course edition's: the instructor's
     distributions, the sandbox and the repository."""
-    from gpudl.cli import _version
+    from gpudl.cli import check_distributions
 
     from .sandbox import available
-    problems: list[str] = []
-    for dist, req in instructor_requirements().items():
-        v = _version(dist)
-        print(f"{dist:<11} {v or 'MISSING'}")
-        if v is None:
-            problems.append(f"{dist} is missing: pip install '{req}' (pyproject.toml's instructor extra: grading's "
-                            "feedback and class report or `gpudl similar` use it; a GPU machine without network: "
-                            "README, \"For GPU runners\")")
+    problems = check_distributions({
+        dist: f"pip install '{req}' (pyproject.toml's instructor extra: grading's feedback and class report or "
+              "`gpudl similar` use it; a GPU machine without network: README, \"For GPU runners\")"
+        for dist, req in instructor_requirements().items()})
     ok, why = available()
     if ok:
         print("sandbox     bubblewrap works here: `gpudl grade` runs each student's kernel in a sandbox")
