@@ -1,6 +1,7 @@
 """gpudl.grading: comparisons that teach, seeded cases, the guard, and quietness."""
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 import textwrap
@@ -228,15 +229,20 @@ def test_guard_catches_the_function_underneath_a_reference():
     assert grading.call_student(lambda x: underneath(x), 3) == 9     # not forbidden: allowed
 
 
+def _in_a_thread(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in a thread of its own (student code's way around a watch on its thread)."""
+    out = []
+    worker = threading.Thread(target=lambda: out.append(fn(*args, **kwargs)))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
 def test_guard_catches_the_function_underneath_in_a_thread():
     underneath = _underneath(_ref_square)
 
     def cheat(x):
-        out = []
-        t = threading.Thread(target=lambda: out.append(underneath(x)))
-        t.start()
-        t.join()
-        return out[0]
+        return _in_a_thread(underneath, x)
 
     with pytest.raises(ReferenceUsedError):
         grading.call_student(cheat, 3, forbid=[_ref_square])
@@ -437,18 +443,10 @@ def test_a_thread_under_the_guards_mode_ends_without_crashing():
         from concurrent.futures import ThreadPoolExecutor
         import torch
         from gpudl.grading import lab07
-
-        def naive(q, k, v, block, causal=False):
-            q, k, v = (torch.from_numpy(x) for x in (q, k, v))
-            s = q @ k.T / q.shape[1] ** 0.5
-            if causal:
-                s = s.masked_fill(torch.ones(s.shape, dtype=torch.bool).triu(1), float("-inf"))
-            p = (s - s.amax(1, keepdim=True)).exp()
-            return (p / p.sum(1, keepdim=True) @ v).numpy()
-
+    ''') + inspect.getsource(_torch_naive_attention) + textwrap.dedent('''
         def in_a_thread(*args, **kwargs):
             with ThreadPoolExecutor(1) as pool:
-                return pool.submit(naive, *args, **kwargs).result()
+                return pool.submit(_torch_naive_attention, *args, **kwargs).result()
 
         for _ in range(10):
             try:
@@ -499,11 +497,7 @@ def test_lab08_rounding_refuses_torchs_casts_under_any_name(fmt, cast):
             return np.zeros(x.shape, np.uint16)
 
     def threaded(x):
-        out = []
-        worker = threading.Thread(target=lambda: out.append(caught(x)))
-        worker.start()
-        worker.join()
-        return out[0]
+        return _in_a_thread(caught, x)
 
     for fn in (rounded, caught, threaded):
         with pytest.raises(ReferenceUsedError, match=f"makes a torch.{'bfloat16' if fmt == 'bf16' else 'float16'}"):
