@@ -619,6 +619,92 @@ def test_guard_refuses_torchscript_where_it_refuses_a_torch_routine():
         grading.call_student(lambda: grads(torch.ones(3, requires_grad=True)), forbid=["torch.autograd.grad"])
 
 
+def _mp_start(method):
+    """Start (and join) a process of multiprocessing's ``method`` running ``os.getpid``."""
+    import multiprocessing
+    import os
+
+    def start():
+        worker = multiprocessing.get_context(method).Process(target=os.getpid)
+        worker.start()
+        worker.join()
+    return start
+
+
+def _launch_one():
+    from gpudl.collectives import launch
+
+    return launch(_rank_plus_one, 1, echo=False)
+
+
+def _rank_plus_one(rank, world_size):
+    return rank + 1
+
+
+_STARTS = {"subprocess.run": lambda: subprocess.run(["true"], check=True),
+           "os.system": lambda: __import__("os").system("true"),
+           "os.popen": lambda: __import__("os").popen("true").read(),
+           "multiprocessing fork": _mp_start("fork"),
+           "multiprocessing spawn": _mp_start("spawn"),
+           "multiprocessing forkserver": _mp_start("forkserver"),
+           "os.system as a thread's target": lambda: _in_a_thread(__import__("os").system, "true"),
+           "gpudl.collectives.launch": _launch_one}
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")   # the thread's refusal
+@pytest.mark.parametrize("start", list(_STARTS.values()), ids=list(_STARTS))
+def test_guard_refuses_starting_another_process(start):
+    """A child process would run any forbidden routine unwatched: while a guard is open, the code it
+    watches may not start one, by any of Python's ways or the package's launcher, even when it
+    catches the refusal; outside a guard the same call works."""
+    with pytest.raises(ReferenceUsedError, match="starts another process"):
+        with grading.guard(label="this check"):
+            start()
+
+    def caught():
+        try:
+            start()
+        except ReferenceUsedError:
+            pass
+
+    with pytest.raises(ReferenceUsedError, match="starts another process"):
+        with grading.guard(label="this check"):
+            caught()
+    start()
+
+
+def test_guard_lets_only_the_listed_libraries_start_a_process(monkeypatch):
+    """A library that runs any command it is given (IPython's getoutput) is refused as the student's
+    code is; a package on the list (Triton runs ptxas, torch its compilers) may start one."""
+    from IPython.utils.process import getoutput
+
+    from gpudl.grading import forbidden
+
+    with pytest.raises(ReferenceUsedError, match="starts another process"):
+        with grading.guard():
+            getoutput("echo hello")
+    monkeypatch.setattr(forbidden, "_PROCESS_STARTERS", forbidden._PROCESS_STARTERS | {"IPython"})
+    with grading.guard():
+        assert getoutput("echo hello").strip() == "hello"
+
+
+def test_lab07_softmax_computed_by_a_child_python_is_refused():
+    """The whole cheat: torch.softmax in a child Python, the array through pipes."""
+    from gpudl.grading import lab07
+
+    def softmax(x, axis=-1):
+        import pickle
+
+        code = ("import pickle, sys, torch; x, axis = pickle.load(sys.stdin.buffer); "
+                "pickle.dump(torch.softmax(torch.from_numpy(x), axis).numpy(), sys.stdout.buffer)")
+        child = subprocess.run([sys.executable, "-c", code], input=pickle.dumps((np.asarray(x), axis)),
+                               capture_output=True, check=True)
+        return pickle.loads(child.stdout)
+
+    with pytest.raises(ReferenceUsedError, match=r"starts another process \(subprocess.Popen\)"):
+        lab07.softmax(softmax)
+
+
 def test_guard_refuses_a_routine_of_the_same_name_elsewhere_in_torch():
     """torch.ops.aten.softmax.int under torch.softmax, and _amp_update_scale, the out-of-place twin of the
     _amp_update_scale_ lab08 forbids; lab07 names torch.sparse.softmax (another name) itself."""

@@ -159,6 +159,21 @@ def test_review_flags_name_code_that_touches_tracemalloc(tmp_path):
     assert any("cell 'bound'" in f and "imports tracemalloc" in f for f in flags), flags
 
 
+@pytest.mark.parametrize("source, flagged", [
+    ("import subprocess\ndef bound(*a):\n    return subprocess.run(['true'])\n", "imports subprocess"),
+    ("from multiprocessing import get_context\ndef bound(*a):\n    return get_context\n", "imports multiprocessing"),
+    ("from _posixsubprocess import fork_exec\ndef bound(*a):\n    return fork_exec\n", "imports _posixsubprocess"),
+    ("import os\ndef bound(*a):\n    return os.posix_spawn\n", "uses .posix_spawn"),
+    ("import torch.utils.cpp_extension as ext\ndef bound(*a):\n    return ext\n", "cpp_extension"),
+], ids=["subprocess", "multiprocessing", "_posixsubprocess", "os.posix_spawn", "cpp_extension"])
+def test_review_flags_name_code_that_reaches_another_process(tmp_path, source, flagged):
+    """The guard refuses to start a process while the student's code runs, but a fork_exec bound
+    before it is not seen, and C++ compiled into the process is not watched: all for review."""
+    nb = notebooks.replace_source(released(), "bound", source)
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and flagged in f for f in flags), flags
+
+
 def test_names_for_the_gradebook():
     assert submissions.split_name("ada-lovelace") == ("ada", "lovelace")
     assert submissions.split_name("alice") == ("", "alice")

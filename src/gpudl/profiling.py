@@ -49,7 +49,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .references import reference
+from .references import reference, refuse_under_a_guard
 
 # --- the tables -------------------------------------------------------------------------------
 
@@ -513,6 +513,7 @@ def ncu_metrics(code: str, metrics: Sequence[str] = NCU_BYTES, *, timeout: float
     and ``stop()`` (after a warm-up, so compilation is not measured). Raises ``NcuError`` with
     ncu's reason when there is no ncu or it cannot read the counters (``ERR_NVGPUCTRPERM``: the
     driver lets only administrators profile; see NVIDIA's note on that error)."""
+    refuse_under_a_guard("gpudl.profiling.ncu_metrics", sys._getframe(1))     # it runs code in another process
     exe = ncu_path()
     if exe is None:
         raise NcuError("ncu (Nsight Compute) is not installed on this machine")

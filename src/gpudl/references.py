@@ -19,7 +19,7 @@ import functools
 import inspect
 import os
 import sys
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Callable
 
 
@@ -101,3 +101,12 @@ def reference(fn: Callable) -> Callable:
 # Every wrapper runs this code: a call of a reference's function underneath made from it went
 # through the wrapper's own check.
 WRAPPER_CODE: CodeType = reference(lambda: None).__code__
+
+
+def refuse_under_a_guard(what: str, caller: FrameType) -> None:
+    """While a check's guard is open, the code it watches may not run code in another process
+    through the package (``what`` starts one), where the guard would not see it; the package's own
+    checks may (``caller``: the frame that called ``what``)."""
+    guards = sys.modules.get("gpudl.grading.forbidden")     # no guard was ever opened without it
+    if guards is not None:
+        guards.refuse_another_process(what, caller)

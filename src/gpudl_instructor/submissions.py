@@ -423,13 +423,19 @@ _SUSPECT_ATTRS = {"__wrapped__", "__closure__", "__code__", "__globals__", "__bu
                   "_execution_engine", "_engine_run_backward",
                   # the ops of torch's functional collectives, under the ones lab10 forbids
                   "_c10d_functional",
+                  # another process, or C++ compiled into this one (neither of which the guard watches)
+                  "fork", "forkpty", "posix_spawn", "posix_spawnp", "popen", "execv", "execve", "execvp", "execvpe",
+                  "spawnv", "spawnve", "spawnvp", "spawnvpe", "cpp_extension", "load_inline",
                   # reading the package's source: its files, or a function's code as text
                   "getsource", "getsourcelines", "getsourcefile", "getfile", "__file__", "__path__", "__spec__",
                   "__loader__", "get_data"}
 _SUSPECT_NAMES = {"exec", "eval", "compile", "__import__", "ctypes", "importlib", "marshal", "get_ipython"}
-# Modules whose import is for review: the interpreter's machinery, and tracemalloc, which lab07's memory
-# check reads in the student's process (stopping or resetting it hides an allocation)
-_SUSPECT_MODULES = {"ctypes", "importlib", "marshal", "gc", "tracemalloc"}
+# Modules whose import is for review: the interpreter's machinery; tracemalloc, which lab07's memory
+# check reads in the student's process (stopping or resetting it hides an allocation); and other
+# processes, where the guard does not watch (it refuses to start one, but a fork_exec bound early is
+# not seen)
+_SUSPECT_MODULES = {"ctypes", "importlib", "marshal", "gc", "tracemalloc", "subprocess", "multiprocessing", "pty",
+                    "_posixsubprocess", "pexpect"}
 # torch's compilers: the guard refuses TorchScript where it refuses a torch routine, and cannot see which
 # routines code compiled by either runs
 _TORCH_COMPILERS = {"jit", "compile", "_dynamo"}
@@ -541,8 +547,12 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
                 what = f"uses {node.id}"
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                if any(m.split(".")[0] in _SUSPECT_MODULES for m in mods):
-                    what = f"imports {', '.join(mods)}"
+                parts = {part for m in mods for part in m.split(".")[1:]}
+                if isinstance(node, ast.ImportFrom):
+                    parts |= {a.name for a in node.names}
+                if any(m.split(".")[0] in _SUSPECT_MODULES for m in mods) or parts & _SUSPECT_ATTRS:
+                    what = f"imports {', '.join(mods)}" + (f" ({', '.join(sorted(parts & _SUSPECT_ATTRS))})"
+                                                            if parts & _SUSPECT_ATTRS else "")
             if what:
                 flags.append(f"review: {where}, line {getattr(node, 'lineno', '?')}: {what}")
                 break

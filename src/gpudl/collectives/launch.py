@@ -54,6 +54,7 @@ import time
 from typing import Any, Callable
 
 from . import worker as _w
+from ..references import refuse_under_a_guard
 
 _DEADLOCK_HINT = ("a deadlock? Every send needs a matching receive on its peer: in a ring, rank r sends to "
                   "(r + 1) % k and receives from (r - 1) % k, and a blocking send posted before the receive on "
@@ -319,6 +320,7 @@ def launch(fn: Callable, world_size: int, *args: Any, backend: str | None = None
     launches too (DDP's first use imports ``torch._dynamo``: seconds in every worker).
     Raises ``WorkerError`` (a rank raised or died) or ``WorkerTimeout``; at most ``MAX_WORKERS``.
     """
+    refuse_under_a_guard("gpudl.collectives.launch", sys._getframe(1))     # it runs code in another process
     if not callable(fn):
         raise TypeError(f"launch(fn, world_size, ...) runs a function in every worker, got {type(fn).__name__} "
                         f"{fn!r:.60}")

@@ -38,6 +38,14 @@ A refusal counts even when the code catches it and goes on: the block raises whe
 the first forbidden call. Threads started inside the block get the same watch (doors 2 and 3).
 ``torch_outputs(watcher)`` hands every tensor a torch function returns to ``watcher``, through the
 guard's own mode where one watches torch (so in its threads too: one mode per thread).
+
+The guard watches one process. While it is open, the code it watches may not start another (a child
+Python would run any forbidden routine unwatched): an audit hook (``sys.addaudithook``; once added,
+nothing removes it) refuses ``subprocess``, ``os.system``, ``os.fork``, ``posix_spawn`` and exec,
+and multiprocessing's spawn through ``_posixsubprocess.fork_exec``, unless the request comes from
+one of the libraries the checks need (``_PROCESS_STARTERS``: Triton runs ptxas, torch its
+compilers); the package's ``gpudl.collectives.launch`` and ``gpudl.profiling.ncu_metrics``, which
+run code they are given in another process, refuse a caller outside the package.
 The hook costs time on every call the interpreter makes (about 3x on the Triton interpreter's
 kernels), so it is installed only when door 3 has something to watch: a torch routine needs only
 door 2.
@@ -54,6 +62,7 @@ import contextlib
 import functools
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 from typing import Any, Callable, Iterator
@@ -317,6 +326,107 @@ def _pop_at_thread_exit(depth: int) -> None:
         _THREAD_EXIT.modes = _PopModes(depth)
 
 
+# --- another process -------------------------------------------------------------------------------
+# The guard watches one process; a child Python would run any forbidden routine unwatched. While a
+# guard is open, only the libraries a check's own work needs may start a process (Triton runs ptxas
+# and a C compiler, torch's compilers theirs, matplotlib fc-list); code that asks for one from
+# anywhere else (the student's code, or a library that runs any command it is given, such as
+# IPython's) is refused. Python's audit events for it are watched (a hook that, once added, stays
+# for the process's life, so code cannot remove it), and so is the C function multiprocessing's
+# spawn calls without one.
+
+_PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.system", "os.posix_spawn", "os.exec", "os.spawn",
+                             "subprocess.Popen", "pty.spawn"})
+# The installed packages that may start a process while a guard is open (their top-level names)
+_PROCESS_STARTERS = frozenset({"torch", "triton", "numba", "numba_cuda", "cupy", "cuda", "nvidia", "matplotlib",
+                               "gpudl", "gpudl_instructor"})
+_OPEN_GUARDS: list[tuple[list[str], str]] = []   # the open guards' (seen, label), the innermost last
+_AUDIT_HOOK: list[Callable] = []                # the audit hook, once added
+_FILE_OWNER: dict[str, str] = {}                # file name -> the package it belongs to, "stdlib" or ""
+
+
+def _file_owner(code: Any) -> str:
+    """The top-level package whose file ``code`` was compiled from ("torch"; "gpudl" for the
+    package's own, wherever it is), "stdlib" for the standard library's, "" for the rest: a
+    notebook's cells, a script, a test."""
+    name = code.co_filename
+    owner = _FILE_OWNER.get(name)
+    if owner is None:
+        import site
+        import sysconfig
+
+        paths = sysconfig.get_paths()
+        real = os.path.realpath(name) if not name.startswith("<") else name
+        libraries = {paths["purelib"], paths["platlib"], *site.getsitepackages(), site.getusersitepackages()}
+        inside = [os.path.relpath(real, d) for d in libraries if real.startswith(os.path.join(d, ""))]
+        if _references.in_package(code):
+            owner = "gpudl"
+        elif inside:
+            owner = inside[0].split(os.sep)[0].removesuffix(".py")
+        elif name.startswith("<frozen ") or real.startswith(
+                tuple(os.path.join(os.path.realpath(paths[k]), "") for k in ("stdlib", "platstdlib"))):
+            owner = "stdlib"
+        else:
+            owner = ""
+        _FILE_OWNER[name] = owner
+    return owner
+
+
+def _started_by_a_starter(frame: Any) -> bool:
+    """Whether, walking out from ``frame`` past the standard library's frames, the first frame is
+    one of ``_PROCESS_STARTERS``'s: not when it is the student's code, another library's, or
+    nothing but the standard library (a thread's target)."""
+    while frame is not None:
+        owner = _file_owner(frame.f_code)
+        if owner != "stdlib":
+            return owner in _PROCESS_STARTERS
+        frame = frame.f_back
+    return False
+
+
+def refuse_another_process(what: str, frame: Any) -> None:
+    """While a guard is open, refuse ``what`` (a new process, or a package function that starts some)
+    unless the code that asked for it (``frame``, walking out past the standard library) is one of
+    ``_PROCESS_STARTERS``; the refusal counts even when the code catches it. A no-op outside a guard."""
+    if not _OPEN_GUARDS or _started_by_a_starter(frame):
+        return
+    seen, label = _OPEN_GUARDS[-1]
+    name = f"{_ANOTHER_PROCESS} ({what})"
+    if not seen:
+        seen.append(name)
+    raise ReferenceUsedError(_library_message(name, label))
+
+
+def _audit(event: str, _args: tuple) -> None:
+    if event in _PROCESS_EVENTS and _OPEN_GUARDS:
+        refuse_another_process(event, sys._getframe(1))
+
+
+def _refusing_fork_exec(original: Callable) -> Callable:
+    """``_posixsubprocess.fork_exec`` (multiprocessing's spawn calls it, with no audit event) that
+    refuses a call from outside the libraries while a guard is open."""
+    @functools.wraps(original)
+    def fork_exec(*args, **kwargs):
+        refuse_another_process("_posixsubprocess.fork_exec", sys._getframe(1))
+        return original(*args, **kwargs)
+    fork_exec.__gpudl_refusing__ = True
+    return fork_exec
+
+
+def _watch_processes() -> list[tuple[Any, str, Any]]:
+    """Add the audit hook (once); return (owner, attribute, replacement) for the fork_exec names to
+    replace while the guard is open."""
+    if not _AUDIT_HOOK:
+        _AUDIT_HOOK.append(_audit)
+        sys.addaudithook(_audit)
+    out = []
+    for module, attr in (("_posixsubprocess", "fork_exec"), ("subprocess", "_fork_exec")):
+        original = getattr(sys.modules.get(module), attr, None)
+        if original is not None and not getattr(original, "__gpudl_refusing__", False):   # an outer guard's
+            out.append((sys.modules[module], attr, _refusing_fork_exec(original)))
+    return out
+
+
 # --- door 3: the profile hook ---------------------------------------------------------------------
 
 def _watch_keys(original: Any) -> list[int]:
@@ -336,12 +446,16 @@ def _watch_keys(original: Any) -> list[int]:
 
 
 _TORCHSCRIPT = "a TorchScript function (torch.jit)"
+_ANOTHER_PROCESS = "another process"
 
 
 def _library_message(dotted: str, label: str) -> str:
     if dotted.startswith("a torch."):                   # _made_name: a tensor of a refused dtype
         return (f"your code makes {dotted}, which {label} asks you to do without (a cast to the format, under "
                 "any name, is what it is checked against): write the computation yourself.")
+    if dotted.startswith(_ANOTHER_PROCESS):
+        return (f"your code starts {dotted}, which {label} does not allow: the check watches this process, and "
+                "another would run unwatched. Compute the answer here.")
     if dotted == _TORCHSCRIPT:
         return (f"your code calls {dotted}, whose torch routines {label} cannot see (it forbids some): call them "
                 "from Python.")
@@ -430,6 +544,8 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             hook(frame, event, arg)
 
     added = [id(r) for r in refs if id(r) not in _forbidden_now]
+    process_patches = _watch_processes()
+    open_at = len(_OPEN_GUARDS)
     watching = hooked or bool(modes)
     previous_profile = sys.getprofile()
     previous_thread_profile = threading.getprofile()
@@ -438,6 +554,10 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
         for owner, attr, original, dotted in originals:
             patched.append((owner, attr, original))
             setattr(owner, attr, blocker(dotted))
+        for owner, attr, replacement in process_patches:
+            patched.append((owner, attr, getattr(owner, attr)))
+            setattr(owner, attr, replacement)
+        _OPEN_GUARDS.append((seen, label))
         _forbidden_now.update(added)
         _guard_label.append(label)
         if modes:
@@ -461,6 +581,7 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             mode.active = False
         if depth is not None:
             _unwind_modes(depth)
+        del _OPEN_GUARDS[open_at:]
         _guard_label.pop() if _guard_label else None
         _forbidden_now.difference_update(added)
         for owner, attr, original in reversed(patched):
