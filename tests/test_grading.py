@@ -688,6 +688,17 @@ def test_guard_lets_only_the_listed_libraries_start_a_process(monkeypatch):
         assert getoutput("echo hello").strip() == "hello"
 
 
+def test_guard_judges_who_starts_a_process_by_a_real_file():
+    """Code compiled under a made-up file name inside torch's folder is not torch's."""
+    import os
+
+    fake = os.path.join(os.path.dirname(torch.__file__), "not_a_file_of_torch.py")
+    code = compile("import os\nos.system('true')\n", fake, "exec")
+    with pytest.raises(ReferenceUsedError, match="starts another process"):
+        with grading.guard():
+            exec(code, {})
+
+
 def test_lab07_softmax_computed_by_a_child_python_is_refused():
     """The whole cheat: torch.softmax in a child Python, the array through pipes."""
     from gpudl.grading import lab07

@@ -358,7 +358,8 @@ def _file_owner(code: Any) -> str:
         paths = sysconfig.get_paths()
         real = os.path.realpath(name) if not name.startswith("<") else name
         libraries = {paths["purelib"], paths["platlib"], *site.getsitepackages(), site.getusersitepackages()}
-        inside = [os.path.relpath(real, d) for d in libraries if real.startswith(os.path.join(d, ""))]
+        inside = [os.path.relpath(real, d) for d in libraries
+                  if real.startswith(os.path.join(d, "")) and os.path.isfile(real)]   # not a made-up name
         if _references.in_package(code):
             owner = "gpudl"
         elif inside:
@@ -421,6 +422,8 @@ def _watch_processes() -> list[tuple[Any, str, Any]]:
         sys.addaudithook(_audit)
     out = []
     for module, attr in (("_posixsubprocess", "fork_exec"), ("subprocess", "_fork_exec")):
+        with contextlib.suppress(ImportError):      # imported here, so one imported later is replaced too
+            importlib.import_module(module)
         original = getattr(sys.modules.get(module), attr, None)
         if original is not None and not getattr(original, "__gpudl_refusing__", False):   # an outer guard's
             out.append((sys.modules[module], attr, _refusing_fork_exec(original)))
