@@ -165,10 +165,14 @@ def test_review_flags_name_code_that_touches_tracemalloc(tmp_path):
     ("from _posixsubprocess import fork_exec\ndef bound(*a):\n    return fork_exec\n", "imports _posixsubprocess"),
     ("import os\ndef bound(*a):\n    return os.posix_spawn\n", "uses .posix_spawn"),
     ("import torch.utils.cpp_extension as ext\ndef bound(*a):\n    return ext\n", "cpp_extension"),
-], ids=["subprocess", "multiprocessing", "_posixsubprocess", "os.posix_spawn", "cpp_extension"])
+    ("import os\nos.system('python3 server.py &')\ndef bound(*a):\n    return 'memory'\n", "uses os.system"),
+    ("from os import system\ndef bound(*a):\n    return system\n", "uses os.system"),
+], ids=["subprocess", "multiprocessing", "_posixsubprocess", "os.posix_spawn", "cpp_extension", "os.system",
+        "from os import system"])
 def test_review_flags_name_code_that_reaches_another_process(tmp_path, source, flagged):
-    """The guard refuses to start a process while the student's code runs, but a fork_exec bound
-    before it is not seen, and C++ compiled into the process is not watched: all for review."""
+    """The guard refuses to start a process while the student's code runs, but a process started
+    before (at the notebook's top, a server the code then asks) or a fork_exec bound before it is
+    not seen, and C++ compiled into the process is not watched: all for review."""
     nb = notebooks.replace_source(released(), "bound", source)
     flags = submissions.review_flags(write(tmp_path / "a", nb), released())
     assert any("cell 'bound'" in f and flagged in f for f in flags), flags

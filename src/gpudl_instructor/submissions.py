@@ -439,6 +439,8 @@ _SUSPECT_MODULES = {"ctypes", "importlib", "marshal", "gc", "tracemalloc", "subp
 # torch's compilers: the guard refuses TorchScript where it refuses a torch routine, and cannot see which
 # routines code compiled by either runs
 _TORCH_COMPILERS = {"jit", "compile", "_dynamo"}
+# os's shell: another process (a name too common elsewhere, platform.system, to flag on its own)
+_OS_SHELL = {"system"}
 
 
 def _package_aliases(nb: Any) -> dict[str, str]:
@@ -532,6 +534,9 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
                 what = f"calls {node.func.id}"
             elif isinstance(node, ast.Attribute) and node.attr in _SUSPECT_ATTRS:
                 what = f"uses .{node.attr}"
+            elif isinstance(node, ast.Attribute) and node.attr in _OS_SHELL and ast.unparse(node.value) == "os" or (
+                    isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in _OS_SHELL for a in node.names)):
+                what = "uses os.system"
             elif isinstance(node, ast.Attribute) and node.attr in _TORCH_COMPILERS and ast.unparse(node.value) == "torch":
                 what = f"uses torch.{node.attr}"
             elif isinstance(node, ast.ImportFrom) and (node.module or "") == "torch" and \
