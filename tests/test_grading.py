@@ -434,23 +434,26 @@ def test_lab07_tiled_attention_sees_a_torch_score_matrix():
         lab07.tiled_attention(_torch_naive_attention)
 
 
+def _in_a_pool(*args, **kwargs):
+    """``_torch_naive_attention`` in a thread of a ``ThreadPoolExecutor``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(_torch_naive_attention, *args, **kwargs).result()
+
+
 def test_a_thread_under_the_guards_mode_ends_without_crashing():
     """A thread started under a guard that watches torch carries the guard's mode; the mode is
     popped as the thread's Python state is cleared. Left to torch's thread-local teardown, which
     runs without the GIL, it crashed the process while the main thread ran Python (6 runs of
     6 before the fix)."""
     script = textwrap.dedent('''
-        from concurrent.futures import ThreadPoolExecutor
         import torch
         from gpudl.grading import lab07
-    ''') + inspect.getsource(_torch_naive_attention) + textwrap.dedent('''
-        def in_a_thread(*args, **kwargs):
-            with ThreadPoolExecutor(1) as pool:
-                return pool.submit(_torch_naive_attention, *args, **kwargs).result()
-
+    ''') + inspect.getsource(_torch_naive_attention) + inspect.getsource(_in_a_pool) + textwrap.dedent('''
         for _ in range(10):
             try:
-                lab07.tiled_attention(in_a_thread)
+                lab07.tiled_attention(_in_a_pool)
             except Exception:
                 pass
         print("done")
@@ -462,16 +465,10 @@ def test_a_thread_under_the_guards_mode_ends_without_crashing():
 def test_lab07_tiled_attention_sees_a_torch_score_matrix_made_in_a_thread():
     """The memory check's watch reaches the threads the student's code starts: the guard's own
     mode, which those threads get, hands it torch's tensors (one mode per thread)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from gpudl.grading import lab07
 
-    def in_a_thread(*args, **kwargs):
-        with ThreadPoolExecutor(1) as pool:
-            return pool.submit(_torch_naive_attention, *args, **kwargs).result()
-
     with pytest.raises(GradingError, match="full score matrix"):
-        lab07.tiled_attention(in_a_thread)
+        lab07.tiled_attention(_in_a_pool)
 
 
 @pytest.mark.parametrize("fmt, cast", [

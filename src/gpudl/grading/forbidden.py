@@ -65,7 +65,7 @@ import importlib.util
 import os
 import sys
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
 from .. import references as _references
 from ..references import ReferenceUsedError, labels as _guard_label
@@ -215,21 +215,16 @@ def _refusing_mode_class() -> type:
             if name is None and self.active:
                 name = _same_name(func, self.names)
             if name is not None:
-                self._refuse(name)
+                _refuse(self.seen, name, self.label)
             out = func(*args, **(kwargs or {}))
             if self.active and (self.made or _OUTPUT_WATCHERS):
                 for tensor in _tensors(out):
                     dtype = self.made.get(tensor.dtype)
                     if dtype is not None:
-                        self._refuse(_made_name(dtype))
+                        _refuse(self.seen, _made_name(dtype), self.label)
                     for watcher in tuple(_OUTPUT_WATCHERS):
                         watcher(tensor)
             return out
-
-        def _refuse(self, name: str) -> None:
-            if not self.seen:
-                self.seen.append(name)
-            raise ReferenceUsedError(_library_message(name, self.label))
 
     return RefuseTorchRoutines
 
@@ -341,7 +336,6 @@ _PROCESS_EVENTS = frozenset({"os.fork", "os.forkpty", "os.system", "os.posix_spa
 _PROCESS_STARTERS = frozenset({"torch", "triton", "numba", "numba_cuda", "cupy", "cuda", "nvidia", "matplotlib",
                                "gpudl", "gpudl_instructor"})
 _OPEN_GUARDS: list[tuple[list[str], str]] = []   # the open guards' (seen, label), the innermost last
-_AUDIT_HOOK: list[Callable] = []                # the audit hook, once added
 _FILE_OWNER: dict[str, str] = {}                # file name -> the package it belongs to, "stdlib" or ""
 
 
@@ -392,10 +386,7 @@ def refuse_another_process(what: str, frame: Any) -> None:
     if not _OPEN_GUARDS or _started_by_a_starter(frame):
         return
     seen, label = _OPEN_GUARDS[-1]
-    name = f"{_ANOTHER_PROCESS} ({what})"
-    if not seen:
-        seen.append(name)
-    raise ReferenceUsedError(_library_message(name, label))
+    _refuse(seen, f"{_ANOTHER_PROCESS} ({what})", label)
 
 
 def _audit(event: str, _args: tuple) -> None:
@@ -403,9 +394,15 @@ def _audit(event: str, _args: tuple) -> None:
         refuse_another_process(event, sys._getframe(1))
 
 
+@functools.cache
+def _add_audit_hook() -> None:
+    """``_audit`` as an audit hook of this process, once."""
+    sys.addaudithook(_audit)
+
+
 def _refusing_fork_exec(original: Callable) -> Callable:
     """``_posixsubprocess.fork_exec`` (multiprocessing's spawn calls it, with no audit event) that
-    refuses a call from outside the libraries while a guard is open."""
+    refuses a call from outside ``_PROCESS_STARTERS`` while a guard is open."""
     @functools.wraps(original)
     def fork_exec(*args, **kwargs):
         refuse_another_process("_posixsubprocess.fork_exec", sys._getframe(1))
@@ -417,9 +414,7 @@ def _refusing_fork_exec(original: Callable) -> Callable:
 def _watch_processes() -> list[tuple[Any, str, Any]]:
     """Add the audit hook (once); return (owner, attribute, replacement) for the fork_exec names to
     replace while the guard is open."""
-    if not _AUDIT_HOOK:
-        _AUDIT_HOOK.append(_audit)
-        sys.addaudithook(_audit)
+    _add_audit_hook()
     out = []
     for module, attr in (("_posixsubprocess", "fork_exec"), ("subprocess", "_fork_exec")):
         with contextlib.suppress(ImportError):      # imported here, so one imported later is replaced too
@@ -450,6 +445,14 @@ def _watch_keys(original: Any) -> list[int]:
 
 _TORCHSCRIPT = "a TorchScript function (torch.jit)"
 _ANOTHER_PROCESS = "another process"
+
+
+def _refuse(seen: list[str], name: str, label: str) -> NoReturn:
+    """Refuse ``name`` for the exercise ``label``, noting it in the guard's ``seen`` when it is the
+    first refusal there (a refusal the code catches still counts when the block ends)."""
+    if not seen:
+        seen.append(name)
+    raise ReferenceUsedError(_library_message(name, label))
 
 
 def _library_message(dotted: str, label: str) -> str:
@@ -511,9 +514,7 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
 
     def blocker(dotted: str) -> Callable:
         def blocked(*_a, **_k):
-            if not seen:
-                seen.append(dotted)
-            raise ReferenceUsedError(_library_message(dotted, label))
+            _refuse(seen, dotted, label)
         return blocked
 
     def hook(frame, event, arg):

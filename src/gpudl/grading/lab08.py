@@ -259,11 +259,11 @@ def _compare_rounding(fn: Any, fmt: formats.FloatFormat, cases: Sequence[tuple[n
                       encode: Callable) -> None:
     """``cases``: (float32 inputs, label); ``encode(x, fmt, rounding)`` gives the expected patterns."""
     __tracebackhide__ = True
+    # torch.<format>: no torch function may make a tensor of the format, whatever cast it is
+    forbid = _FORMAT_TOOLS + _CASTS + ([f"torch.{fmt.torch_dtype}"] if fmt.torch_dtype else [])
     for x, what in cases:
         where = f"{fn.__name__} on {what}"
-        # torch.<format>: no torch function may make a tensor of the format, whatever cast it is
-        refused = [f"torch.{fmt.torch_dtype}"] if fmt.torch_dtype else []
-        got = call_student(fn, x.copy(), forbid=_FORMAT_TOOLS + _CASTS + refused, label=label, what=where)
+        got = call_student(fn, x.copy(), forbid=forbid, label=label, what=where)
         _compare_bits(got, x, fmt, where, encode)
 
 
