@@ -670,6 +670,28 @@ def test_guard_refuses_starting_another_process(start):
     start()
 
 
+def test_every_lab_says_its_checks_refuse_a_process_and_every_check_does():
+    """Each lab's "How this lab is graded" names the rule, and the one door every check calls
+    student code through (``boundary.execute``) enforces it with nothing else forbidden."""
+    from pathlib import Path
+
+    import nbformat
+
+    from gpudl.grading import boundary
+
+    root = Path(__file__).resolve().parents[1]
+    labs = sorted(root.glob("labs/lab*/lab*.ipynb"))
+    assert len(labs) == 10
+    for lab in labs:
+        intro = nbformat.read(str(lab), as_version=4).cells[0].source
+        graded = intro[intro.index("**How this lab is graded"):]
+        assert "start a process of its own" in graded and "subprocess" in graded, f"{lab.name} does not say it"
+    outcome = boundary.execute(_STARTS["subprocess.run"], None, (), {}, [], "this exercise")
+    assert outcome.raised and outcome.raised.isa(ReferenceUsedError), outcome
+    assert "starts another process" in outcome.raised.message
+    assert boundary.execute(len, None, ("abc",), {}, [], "this exercise").value == 3
+
+
 def test_guard_lets_only_the_listed_libraries_start_a_process(monkeypatch):
     """A library that runs any command it is given (IPython's getoutput) is refused as the student's
     code is; a package on the list (Triton runs ptxas, torch its compilers) may start one."""
