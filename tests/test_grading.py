@@ -622,6 +622,12 @@ def _mp_start(method):
     import os
 
     def start():
+        if method == "forkserver":
+            # A forkserver already running (the grading pipeline's, started earlier in this test process)
+            # forks the worker itself: no process starts here, as with any server started before a check
+            # (which the sandbox's check for other live processes refuses). Stopped, the start is this one's.
+            from multiprocessing import forkserver
+            forkserver._forkserver._stop()
         worker = multiprocessing.get_context(method).Process(target=os.getpid)
         worker.start()
         worker.join()
@@ -690,6 +696,18 @@ def test_every_lab_says_its_checks_refuse_a_process_and_every_check_does():
     assert outcome.raised and outcome.raised.isa(ReferenceUsedError), outcome
     assert "starts another process" in outcome.raised.message
     assert boundary.execute(len, None, ("abc",), {}, [], "this exercise").value == 3
+
+
+def test_the_packages_sanitizer_refuses_a_caller_under_a_guard(monkeypatch):
+    """``gpudl.cuda_model.sanitize`` runs the kernel it is given in another process, as
+    ``launch`` runs a function: under a guard only the package's own checks may call it."""
+    from gpudl.cuda_model import device
+
+    with pytest.raises(ReferenceUsedError, match=r"starts another process \(gpudl.cuda_model.sanitize\)"):
+        with grading.guard(label="this check"):
+            device.sanitize(None, 1, 1, [])
+    monkeypatch.setattr(device, "sanitizer_path", lambda: None)
+    assert [r.ran for r in device.sanitize(None, 1, 1, [])] == [False, False]
 
 
 def test_guard_lets_only_the_listed_libraries_start_a_process(monkeypatch):

@@ -156,6 +156,16 @@ CASES = [
                "if callable(c.cell_contents))\n"
                "def peak_from_spec(spec, dtype, tensor_cores=True):\n"
                "    return inner(spec, dtype, tensor_cores=tensor_cores)", after="peak_from_spec"), "<= 26"),
+    Case("helper_process", "forgery", "answers bound from a server process it started before the checks",
+         cheat("import json, subprocess, sys\n"
+               "_server = subprocess.Popen([sys.executable, '-u', '-c', 'import json, sys\\n'\n"
+               "    'for line in sys.stdin:\\n    f, b, pf, pb = json.loads(line)\\n'\n"
+               "    '    print(\"memory\" if f / b < pf / pb else \"compute\", flush=True)'],\n"
+               "    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)\n"
+               "def bound(flops, nbytes, peak_flops, peak_bandwidth):\n"
+               "    _server.stdin.write(json.dumps([flops, nbytes, peak_flops, peak_bandwidth]) + '\\n')\n"
+               "    _server.stdin.flush()\n"
+               "    return _server.stdout.readline().strip()", after="bound"), "<= 26"),
     # --- symbolic links --------------------------------------------------------------------------
     Case("link_to_solution", "symlink", "the submission folder is a link to the instructor's solutions",
          _symlink_to(lambda ctx: SOLUTION.parent), "not graded, reason 'symbolic link', target not echoed"),
@@ -380,10 +390,21 @@ def test_every_submission_has_exactly_one_row(bank):
 
 def test_correct_students_keep_full_marks(bank):
     for name in ("alice", "bob", "stderr_thread", "no_setup", "marker_comment", "mem_bomb",
-                 "secret_hunt", "file_hunt", "write_out", "read_others", "edit_package", "daemon", "big_file",
-                 "big_output", "pipe_holder", "network", "xss", "kim"):
+                 "secret_hunt", "file_hunt", "write_out", "read_others", "edit_package", "big_file",
+                 "big_output", "network", "xss", "kim"):
         row = _row(bank, name)
         assert row["status"] == "graded" and row["score"] == FULL, f"{name}: {row}"
+
+
+def test_a_check_refuses_to_run_while_the_notebook_has_another_process_running(bank):
+    """A process the notebook started earlier could compute what the check forbids, unwatched:
+    while one lives (the daemon's 8 s, the pipe holder's child), the checks
+    refuse, and say why. The helper server's cheat, which the old guard let pass (30/32), loses."""
+    for name in ("daemon", "pipe_holder", "helper_process"):
+        row = _row(bank, name)
+        assert row["status"] == "graded" and row["score"] < FULL, f"{name}: {row}"
+        assert "left another process running" in _graded_text(bank, name), name
+    assert _row(bank, "helper_process")["test_bound"] == 0
 
 
 def test_no_cheat_beats_the_wrong_answers_it_hides(bank):

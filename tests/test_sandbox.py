@@ -162,3 +162,73 @@ def test_the_kernel_folder_is_the_one_writable_host_folder(tmp_path):
 def test_limits_are_validated():
     with pytest.raises(ValueError, match="memory_bytes"):
         sandbox.Limits(memory_bytes=0)
+
+
+_OTHER_PROCESSES = """
+import os, subprocess, sys, time
+from gpudl import grading
+from gpudl.references import ReferenceUsedError
+
+def attempt(tag):
+    try:
+        with grading.guard(label="this check"):
+            pass
+        print(tag, "ran")
+    except ReferenceUsedError as e:
+        print(tag, "refused", "left another process running" in str(e) and "sleep 30" in str(e))
+
+attempt("alone")
+child = subprocess.Popen(["sleep", "30"])
+attempt("child")
+child.kill(); child.wait()
+attempt("ended")
+subprocess.run(["sh", "-c", "sleep 30 &"])          # a daemon: its parent gone, bubblewrap adopts it
+time.sleep(0.3)
+attempt("daemon")
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        if open(f"/proc/{pid}/comm").read().strip() == "sleep":
+            os.kill(pid, 9)
+    except OSError:
+        pass
+time.sleep(0.3)
+child = subprocess.Popen(["sleep", "30"]); child.kill(); time.sleep(0.3)
+attempt("zombie")
+child.wait()
+from gpudl.collectives import launch
+launcher = sys.modules["gpudl.collectives.launch"]
+assert launch(lambda r, k: r, 2, echo=False) == [0, 1]
+zygote = launcher._zygote
+attempt("own zygote")
+print("own zygote ended", launcher._zygote is None and not zygote.alive())
+with grading.guard(label="lab 10's check"):
+    launcher._zygote_for(dict(os.environ))       # as the package's launch does under a check's guard
+attempt("a check's zygote")
+print("a check's zygote kept", launcher._zygote is not None and launcher._zygote.alive())
+"""
+
+
+def test_a_check_refuses_to_run_while_another_process_lives_in_the_sandbox():
+    """A server started at the notebook's top is no start the guard sees, so in the sandbox's PID
+    namespace a check first looks for any other live process (a child, or a daemon bubblewrap
+    adopted) and refuses while one is; a zombie cannot compute, and the package's zygote is ended
+    when the student's own launch started it, kept when a check's did."""
+    res = run(_OTHER_PROCESSES)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "alone ran", "child refused True", "ended ran", "daemon refused True", "zombie ran", "own zygote ran",
+        "own zygote ended True", "a check's zygote ran", "a check's zygote kept True"], res.stdout + res.stderr
+
+
+def test_outside_the_sandbox_a_check_leaves_the_machines_processes_alone():
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        from gpudl import grading
+        from gpudl.grading import forbidden
+
+        assert not forbidden._in_the_grading_sandbox() and forbidden.other_processes() == []
+        with grading.guard(label="this check"):
+            pass
+    finally:
+        child.kill()
+        child.wait()

@@ -178,6 +178,56 @@ def test_review_flags_name_code_that_reaches_another_process(tmp_path, source, f
     assert any("cell 'bound'" in f and flagged in f for f in flags), flags
 
 
+@pytest.mark.parametrize("source, flagged", [
+    ("%matplotlib inline\nimport ctypes\ndef bound(*a):\n    return 'memory'\n", "line 2: imports ctypes"),
+    ("!python3 server.py &\ndef bound(*a):\n    return 'memory'\n", "runs a shell command (!)"),
+    ("def bound(*a):\n    out = !echo memory\n    return out[0]\n", "line 2: runs a shell command (!)"),
+    ("%%bash\npython3 server.py &\n", "runs a shell command (%%bash)"),
+    ("%time import ctypes\ndef bound(*a):\n    return 'memory'\n", "line 1: imports ctypes"),
+    ("%%timeit -n 1 import gc\nx = 1\n", "imports gc"),
+    ("%%capture out\nimport subprocess\n", "imports subprocess"),
+    ("%env NBGRADER_EXECUTION=\ndef bound(*a):\n    return 'memory'\n", "uses the magic %env"),
+    ("%%writefile helper.py\nimport ctypes\n", "uses the magic %%writefile"),
+], ids=["after-a-magic", "shell-escape", "shell-escape-in-a-function", "bash-cell", "time-line", "timeit-setup",
+        "capture-body", "env", "writefile"])
+def test_review_flags_read_cells_written_in_ipythons_syntax(tmp_path, source, flagged):
+    """A cell with one line of IPython's syntax is not Python, and was skipped whole: a ``%matplotlib``
+    line hid the ``import ctypes`` below it, and a shell escape that starts a server went unnamed.
+    Magics are read as the calls IPython makes of them, and the code a timing magic runs as the cell's."""
+    nb = notebooks.replace_source(released(), "bound", source)
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and flagged in f for f in flags), flags
+
+
+def test_review_flags_leave_magics_that_only_show_or_time_honest_code(tmp_path):
+    source = ("%matplotlib inline\n%timeit -n 10 -r 2 sum([1, 2])\nlen?\n"
+              "def bound(*a):\n    return 'memory'\n%time bound(1)\n")
+    nb = notebooks.replace_source(released(), "bound", source)
+    nb.cells.append(nbformat.v4.new_code_cell("%%timeit -n 1\nbound(2)\n"))
+    assert submissions.review_flags(write(tmp_path / "a", nb), released()) == []
+
+
+@pytest.mark.parametrize("source, flagged", [
+    ("import gpudl.collectives.launch as L\ndef bound(*a):\n    return L._zygote_for({})\n",
+     "uses the package's private L._zygote_for"),
+    ("import gpudl\ndef bound(*a):\n    return gpudl.collectives.launch._zygote\n",
+     "uses the package's private gpudl.collectives.launch._zygote"),
+    ("from gpudl.collectives.launch import _Zygote\ndef bound(*a):\n    return _Zygote\n",
+     "imports the package's private _Zygote"),
+    ("import gpudl._launch\ndef bound(*a):\n    return 'memory'\n", "imports the package's private gpudl._launch"),
+], ids=["alias", "chain", "from-import", "module"])
+def test_review_flags_name_the_packages_private_names(tmp_path, source, flagged):
+    """The guard lets the package start processes for its own checks (lab 10's launcher, lab 04's
+    sanitizer); its public entries refuse a student's call under a guard, its private parts cannot
+    tell who called: code that reaches them is for review. Public names and dunders are not."""
+    nb = notebooks.replace_source(released(), "bound", source)
+    flags = submissions.review_flags(write(tmp_path / "a", nb), released())
+    assert any("cell 'bound'" in f and flagged in f for f in flags), flags
+    honest = notebooks.replace_source(released(), "bound", "import gpudl, numpy as np\nv = gpudl.__version__\n"
+                                      "z = np._NoValue\ndef bound(*a):\n    return 'memory'\n")
+    assert submissions.review_flags(write(tmp_path / "b", honest), released()) == []
+
+
 def test_names_for_the_gradebook():
     assert submissions.split_name("ada-lovelace") == ("ada", "lovelace")
     assert submissions.split_name("alice") == ("", "alice")

@@ -17,7 +17,7 @@ cells, edited or deleted test cells); ``repair`` writes the copy that is graded:
 cells restored in their place from the release, and hidden-test markers in the student's own
 cells made inert (they would break the feedback of that student). ``review_flags`` lists code
 in the student's cells that reaches into the grader's machinery (rebinding the package's
-functions, IPython hooks, frames, ``__wrapped__``, ``exec``): such code cannot raise a score,
+functions, IPython hooks, shell escapes, frames, ``__wrapped__``, ``exec``): such code cannot raise a score,
 since the checker judges outside the kernel, but an instructor may want to read it.
 
 Public names: ``Submission``, ``find_submissions``, ``inspect_submission``, ``repair``,
@@ -443,6 +443,70 @@ _TORCH_COMPILERS = {"jit", "compile", "_dynamo"}
 _OS_SHELL = {"system"}
 
 
+# IPython's syntax in a student's cell: magics that only show or time code, and those whose argument
+# is code (reviewed as the cell's own); any other magic, a shell escape (``!cmd``) among them, is for review
+_PLAIN_MAGICS = {"matplotlib", "pinfo", "pinfo2", "psearch", "who", "whos", "who_ls", "pwd", "precision",
+                 "pprint", "xmode", "page", "pdoc", "pdef", "psource", "pfile", "lsmagic", "magic", "quickref"}
+_CODE_MAGICS = {"time": "", "timeit": "nrp", "capture": "", "prun": "DlsT"}   # {magic: options taking a value}
+_SHELL_MAGICS = {"system", "sx", "bash", "sh", "script", "bg", "perl", "ruby", "python", "python2", "python3",
+                 "pypy", "sc"}
+
+
+def _parse_cell(source: str) -> Any:
+    """A student's cell as Python's ``ast``, IPython's syntax (``%magic``, ``!cmd``) written out as
+    the calls IPython makes of it; None if it does not parse (the kernel would only raise there)."""
+    import ast
+
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        source = TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - without IPython, or a cell it cannot read: the source as it is
+        pass
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _magic_code(name: str, line: str) -> str:
+    """The code a line magic of ``_CODE_MAGICS`` runs: its line without the leading options."""
+    words = line.split()
+    while words and words[0].startswith("-") and len(words[0]) > 1:
+        flag = words.pop(0)
+        if len(flag) == 2 and flag[1] in _CODE_MAGICS[name] and words:
+            words.pop(0)
+    return " ".join(words) if words != line.split() else line
+
+
+def _magic(node: Any) -> tuple[str, str | None] | None:
+    """For a call IPython makes of a magic or shell escape (``get_ipython().system(...)``):
+    (what to flag, or ""; the code it runs, to review as the cell's own, or None). None for
+    any other node."""
+    import ast
+
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "get_ipython" and not node.func.value.args):
+        return None
+    method, args = node.func.attr, node.args
+    if method in ("system", "getoutput"):
+        return "runs a shell command (!)", None
+    if method not in ("run_line_magic", "run_cell_magic") or not args or not isinstance(args[0], ast.Constant) \
+            or not isinstance(args[0].value, str):
+        return None
+    name, sign = args[0].value, "%%" if method == "run_cell_magic" else "%"
+    texts = [a.value for a in args[1:] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if name in _SHELL_MAGICS:
+        return f"runs a shell command ({sign}{name})", None
+    if name in _PLAIN_MAGICS:
+        return "", None
+    if name in _CODE_MAGICS and texts and len(texts) == len(args) - 1:
+        # a line magic's line; a cell magic's line (%%timeit's setup code) and its body
+        return "", "\n".join([_magic_code(name, texts[0]), *texts[1:]])
+    return f"uses the magic {sign}{name}", None
+
+
 def _package_aliases(nb: Any) -> dict[str, str]:
     """{name: module} for every name the notebook binds to the package or one of its modules
     (``import gpudl.lstm``, ``from gpudl import bench``, ``from gpudl.grading import lab06 as check``)."""
@@ -452,9 +516,8 @@ def _package_aliases(nb: Any) -> dict[str, str]:
     for cell in nb.cells:
         if cell.get("cell_type") != "code":
             continue
-        try:
-            tree = ast.parse(cell.get("source", ""))
-        except SyntaxError:
+        tree = _parse_cell(cell.get("source", ""))
+        if tree is None:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -474,9 +537,8 @@ def _exercise_names(released: Any) -> set[str]:
     names: set[str] = set()
     for cell in released.cells:
         if cell.get("cell_type") == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
-            try:
-                tree = ast.parse(cell.get("source", ""))
-            except SyntaxError:
+            tree = _parse_cell(cell.get("source", ""))
+            if tree is None:
                 continue
             names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
             names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
@@ -496,11 +558,103 @@ def _package_callable(value: Any, package: dict[str, str]) -> bool:
     return isinstance(node, ast.Name) and node.id in package
 
 
+def _private(name: str) -> bool:
+    """A name a module keeps to itself (``_zygote``; not a dunder such as ``__version__``)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _of_the_package(node: Any, package: dict[str, str]) -> bool:
+    """Whether ``node`` (an attribute's owner) names the package or something in it: a name the
+    notebook bound to it, or an attribute chain from one (``gpudl.collectives.launch``)."""
+    import ast
+
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in package
+
+
+def _node_flag(node: Any, package: dict[str, str], exercises: set[str]) -> str:
+    """What one node of a student's cell does that is for review, or ""."""
+    import ast
+
+    what = ""
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        for t in targets:
+            if isinstance(t, ast.Attribute) and "gpudl" in ast.unparse(t.value) or (
+                    isinstance(t, ast.Attribute) and ast.unparse(t.value) in ("check",)):
+                what = f"rebinds {ast.unparse(t)}"
+    if isinstance(node, ast.Assign) and _package_callable(node.value, package) and \
+            any(isinstance(t, ast.Name) and t.id in exercises for t in node.targets):
+        what = f"binds {', '.join(ast.unparse(t) for t in node.targets)} to the package's {ast.unparse(node.value)}"
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in package \
+            and package[node.value.id].startswith("gpudl.grading"):
+        what = f"uses the grading module's {ast.unparse(node)}"
+    elif isinstance(node, ast.Attribute) and _private(node.attr) and _of_the_package(node.value, package):
+        what = f"uses the package's private {ast.unparse(node)}"
+    elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            name.split(".")[0] == "gpudl" and any(_private(part) for part in name.split("."))
+            for name in ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [f"{node.module}.{a.name}" for a in node.names] if node.module else [])):
+        what = "imports the package's private " + ", ".join(
+            a.name for a in node.names if isinstance(node, ast.Import) or _private(a.name)
+            or any(_private(part) for part in (node.module or "").split(".")))
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+        what = f"calls {node.func.id}"
+    elif isinstance(node, ast.Attribute) and node.attr in _SUSPECT_ATTRS:
+        what = f"uses .{node.attr}"
+    elif isinstance(node, ast.Attribute) and node.attr in _OS_SHELL and ast.unparse(node.value) == "os" or (
+            isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in _OS_SHELL for a in node.names)):
+        what = "uses os.system"
+    elif isinstance(node, ast.Attribute) and node.attr in _TORCH_COMPILERS and ast.unparse(node.value) == "torch":
+        what = f"uses torch.{node.attr}"
+    elif isinstance(node, ast.ImportFrom) and (node.module or "") == "torch" and \
+            any(a.name in _TORCH_COMPILERS for a in node.names):
+        what = "imports torch's " + ", ".join(a.name for a in node.names if a.name in _TORCH_COMPILERS)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            m.split(".")[:2] in (["torch", "jit"], ["torch", "_dynamo"])
+            for m in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])):
+        what = "imports torch's compiler"
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _SUSPECT_ATTRS:
+        what = f"defines {node.name}"
+    elif isinstance(node, ast.Name) and node.id in _SUSPECT_NAMES:
+        what = f"uses {node.id}"
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        parts = {part for m in mods for part in m.split(".")[1:]}
+        if isinstance(node, ast.ImportFrom):
+            parts |= {a.name for a in node.names}
+        if any(m.split(".")[0] in _SUSPECT_MODULES for m in mods) or parts & _SUSPECT_ATTRS:
+            what = f"imports {', '.join(mods)}" + (f" ({', '.join(sorted(parts & _SUSPECT_ATTRS))})"
+                                                    if parts & _SUSPECT_ATTRS else "")
+    return what
+
+
+def _tree_flag(tree: Any, package: dict[str, str], exercises: set[str]) -> tuple[Any, str]:
+    """(line, what) for the first node of ``tree`` that is for review, or (None, ""). A magic's
+    call is judged as a magic (``_magic``), and the code a timing magic runs as the cell's own."""
+    import ast
+
+    magics = {id(node): m for node in ast.walk(tree) if (m := _magic(node)) is not None}
+    spared = {id(node.func.value.func) for node in ast.walk(tree) if id(node) in magics}
+    for node in ast.walk(tree):
+        if id(node) in magics:
+            what, code = magics[id(node)]
+            inner = _parse_cell(code) if code is not None else None
+            if not what and inner is not None:
+                what = _tree_flag(inner, package, exercises)[1]
+            if what:
+                return node.lineno, what
+        elif not (isinstance(node, ast.Name) and id(node) in spared):
+            what = _node_flag(node, package, exercises)
+            if what:
+                return getattr(node, "lineno", "?"), what
+    return None, ""
+
+
 def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
     """Lines of the student's own cells (solution cells and cells they added) that reach into
     the grader's machinery, one note each (at most 10)."""
-    import ast
-
     nb, why = _read(nb_path)
     if nb is None:
         return []
@@ -512,55 +666,12 @@ def review_flags(nb_path: Path, released: nbformat.NotebookNode) -> list[str]:
         if cell.get("cell_type") != "code" or _gid(cell) in locked:
             continue
         where = f"cell '{_gid(cell)}'" if _gid(cell) else f"cell {index + 1}"
-        try:
-            tree = ast.parse(cell.get("source", ""))
-        except SyntaxError:
+        tree = _parse_cell(cell.get("source", ""))
+        if tree is None:
             continue
-        for node in ast.walk(tree):
-            what = ""
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
-                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-                for t in targets:
-                    if isinstance(t, ast.Attribute) and "gpudl" in ast.unparse(t.value) or (
-                            isinstance(t, ast.Attribute) and ast.unparse(t.value) in ("check",)):
-                        what = f"rebinds {ast.unparse(t)}"
-            if isinstance(node, ast.Assign) and _package_callable(node.value, package) and \
-                    any(isinstance(t, ast.Name) and t.id in exercises for t in node.targets):
-                what = f"binds {', '.join(ast.unparse(t) for t in node.targets)} to the package's {ast.unparse(node.value)}"
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in package \
-                    and package[node.value.id].startswith("gpudl.grading"):
-                what = f"uses the grading module's {ast.unparse(node)}"
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
-                what = f"calls {node.func.id}"
-            elif isinstance(node, ast.Attribute) and node.attr in _SUSPECT_ATTRS:
-                what = f"uses .{node.attr}"
-            elif isinstance(node, ast.Attribute) and node.attr in _OS_SHELL and ast.unparse(node.value) == "os" or (
-                    isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in _OS_SHELL for a in node.names)):
-                what = "uses os.system"
-            elif isinstance(node, ast.Attribute) and node.attr in _TORCH_COMPILERS and ast.unparse(node.value) == "torch":
-                what = f"uses torch.{node.attr}"
-            elif isinstance(node, ast.ImportFrom) and (node.module or "") == "torch" and \
-                    any(a.name in _TORCH_COMPILERS for a in node.names):
-                what = "imports torch's " + ", ".join(a.name for a in node.names if a.name in _TORCH_COMPILERS)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(
-                    m.split(".")[:2] in (["torch", "jit"], ["torch", "_dynamo"])
-                    for m in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])):
-                what = "imports torch's compiler"
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in _SUSPECT_ATTRS:
-                what = f"defines {node.name}"
-            elif isinstance(node, ast.Name) and node.id in _SUSPECT_NAMES:
-                what = f"uses {node.id}"
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                parts = {part for m in mods for part in m.split(".")[1:]}
-                if isinstance(node, ast.ImportFrom):
-                    parts |= {a.name for a in node.names}
-                if any(m.split(".")[0] in _SUSPECT_MODULES for m in mods) or parts & _SUSPECT_ATTRS:
-                    what = f"imports {', '.join(mods)}" + (f" ({', '.join(sorted(parts & _SUSPECT_ATTRS))})"
-                                                            if parts & _SUSPECT_ATTRS else "")
-            if what:
-                flags.append(f"review: {where}, line {getattr(node, 'lineno', '?')}: {what}")
-                break
+        line, what = _tree_flag(tree, package, exercises)
+        if what:
+            flags.append(f"review: {where}, line {line}: {what}")
         if len(flags) >= 10:
             break
     return flags

@@ -31,6 +31,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..references import refuse_under_a_guard
+
 
 def _compiled(kernel: Any, args: Sequence[Any] | None = None) -> Any:
     """The compiled overload of a numba-cuda kernel (compiling it for ``args`` if needed)."""
@@ -182,6 +184,7 @@ def sanitize(kernel: Any, grid: Any, block: Any, args: Sequence[Any],
              tools: Sequence[str] = ("memcheck", "racecheck"), timeout: float = 120.0) -> list[SanitizerResult]:
     """Launch ``kernel[grid, block](*args)`` in a fresh process under each compute-sanitizer
     tool. Without the tool (or a GPU) every result has ``ran=False``."""
+    refuse_under_a_guard("gpudl.cuda_model.sanitize", sys._getframe(1))     # it runs code in another process
     exe = sanitizer_path()
     if exe is None:
         return [SanitizerResult(t, -1, "compute-sanitizer not found", ran=False) for t in tools]

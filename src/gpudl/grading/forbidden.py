@@ -44,8 +44,10 @@ Python would run any forbidden routine unwatched): an audit hook (``sys.addaudit
 nothing removes it) refuses ``subprocess``, ``os.system``, ``os.fork``, ``posix_spawn`` and exec,
 and multiprocessing's spawn through ``_posixsubprocess.fork_exec``, unless the request comes from
 one of the libraries the checks need (``_PROCESS_STARTERS``: Triton runs ptxas, torch its
-compilers); the package's ``gpudl.collectives.launch`` and ``gpudl.profiling.ncu_metrics``, which
-run code they are given in another process, refuse a caller outside the package.
+compilers); the package's ``gpudl.collectives.launch``, ``gpudl.profiling.ncu_metrics`` and
+``gpudl.cuda_model.sanitize``, which run code they are given in another process, refuse a caller
+outside the package. A process started before the block is no start the hook sees: in the grading
+sandbox a guard refuses to open while any other process lives there (``other_processes``).
 The hook costs time on every call the interpreter makes (about 3x on the Triton interpreter's
 kernels), so it is installed only when door 3 has something to watch: a torch routine needs only
 door 2.
@@ -425,6 +427,100 @@ def _watch_processes() -> list[tuple[Any, str, Any]]:
     return out
 
 
+# A process started before the check (a server at the notebook's top that the code then asks over a
+# pipe) is no start the guard sees. In the grading sandbox, whose PID namespace holds nothing but the
+# sandbox (bubblewrap is its PID 1, the kernel its child), a guard therefore first looks for any other
+# process still alive, and refuses to run the check while one is. The package's launcher keeps a zygote
+# (a process that forks launch's workers): one started while a guard was open (lab 10's checks) stays;
+# one started outside a guard (by the student's own launch) is ended, and the next launch starts another.
+
+@functools.cache
+def _in_the_grading_sandbox() -> bool:
+    """Whether this process runs in a PID namespace of bubblewrap's (``gpudl grade``'s sandbox)."""
+    try:
+        with open("/proc/1/comm") as f:
+            return f.read().strip() == "bwrap" and os.getpid() != 1
+    except OSError:
+        return False
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """{pid: (parent pid, state)} of every process this one can see in /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rpartition(")")[2].split()
+            except OSError:
+                continue                  # ended meanwhile
+            out[int(name)] = (int(fields[1]), fields[0])
+    return out
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            text = f.read(400).replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _package_helpers() -> set[int]:
+    """The pids of the package's own helper processes a check may find alive: the launcher's zygote
+    when a guard was open as it started (one started outside a guard is ended here), and
+    multiprocessing's resource tracker (it only unlinks what a process leaves behind)."""
+    kept: set[int] = set()
+    launcher = sys.modules.get("gpudl.collectives.launch")
+    zygote = getattr(launcher, "_zygote", None)
+    if zygote is not None and zygote.alive():
+        if getattr(zygote, "under_a_guard", False):
+            kept.add(zygote.proc.pid)
+        else:
+            launcher.shutdown()
+    tracker = getattr(sys.modules.get("multiprocessing.resource_tracker"), "_resource_tracker", None)
+    if getattr(tracker, "_pid", None):
+        kept.add(tracker._pid)
+    return kept
+
+
+def other_processes() -> list[str]:
+    """In the grading sandbox, "pid N: command line" for each live process other than this one and
+    its ancestors (and the package's helpers); elsewhere, where the machine's other processes are
+    no business of a check's, nothing."""
+    if not _in_the_grading_sandbox():
+        return []
+    helpers = _package_helpers()
+    table = _processes()
+    line = [os.getpid()]                          # this process and its ancestors, bubblewrap last
+    while table.get(line[-1], (0,))[0] in table and table[line[-1]][0] not in line:
+        line.append(table[line[-1]][0])
+    children: dict[int, list[int]] = {}
+    for p, (parent, _state) in table.items():
+        children.setdefault(parent, []).append(p)
+    kept, todo = set(line), list(helpers)          # the helpers and what they started
+    while todo:
+        p = todo.pop()
+        if p not in kept:
+            kept.add(p)
+            todo += children.get(p, [])
+    for ancestor in line[1:-1]:     # in a launch's worker, the other workers: the zygote's children
+        kept.update(children.get(ancestor, []))    # (the kernel's under start="spawn")
+    return [f"pid {p}: {_command_line(p)}" for p, (_parent, state) in sorted(table.items())
+            if p not in kept and state not in ("Z", "X")]
+
+
+def _refuse_other_processes(label: str) -> None:
+    """Before a check's block: refuse it while another process lives (``other_processes``)."""
+    others = other_processes()
+    if others:
+        raise ReferenceUsedError(
+            f"your notebook left another process running ({'; '.join(others[:3])}), which {label} does not allow: "
+            "the check watches this process, and another could compute unwatched. Do not start one (end it "
+            "before the checks run).")
+
+
 # --- door 3: the profile hook ---------------------------------------------------------------------
 
 def _watch_keys(original: Any) -> list[int]:
@@ -548,6 +644,8 @@ def guard(*forbidden: Callable | str, label: str = "this exercise") -> Iterator[
             hook(frame, event, arg)
 
     added = [id(r) for r in refs if id(r) not in _forbidden_now]
+    if not _OPEN_GUARDS:
+        _refuse_other_processes(label)
     process_patches = _watch_processes()
     open_at = len(_OPEN_GUARDS)
     watching = hooked or bool(modes)
