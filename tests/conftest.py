@@ -38,6 +38,27 @@ SANDBOX = sandbox.available()[0]
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "tests" / "mutants"
 SECRET = "gpudl-test-secret"
+# The start of a script that opens a guard alone, with a child process alive, and after it ended (printing
+# "alone ran", "child refused True", "ended ran"): the sandbox's test and the student's kernel's go on from it.
+GUARD_BESIDE_A_CHILD = """
+import os, subprocess, sys, time
+from gpudl import grading
+from gpudl.references import ReferenceUsedError
+
+def attempt(tag):
+    try:
+        with grading.guard(label="this check"):
+            pass
+        print(tag, "ran")
+    except ReferenceUsedError as e:
+        print(tag, "refused", "left another process running" in str(e) and "sleep 30" in str(e))
+
+attempt("alone")
+child = subprocess.Popen(["sleep", "30"])
+attempt("child")
+child.kill(); child.wait()
+attempt("ended")
+"""
 
 # Notebooks run headless and quietly.
 os.environ.setdefault("MPLBACKEND", "Agg")

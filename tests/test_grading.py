@@ -17,6 +17,8 @@ from gpudl import grading
 from gpudl.grading import Case, GradingError, ReferenceUsedError, assert_close, check_cases, reference
 from gpudl.hardware import peak_flops
 
+from conftest import GUARD_BESIDE_A_CHILD
+
 
 def message(fn, *args, **kwargs) -> str:
     with pytest.raises(GradingError) as info:
@@ -708,6 +710,33 @@ def test_the_packages_sanitizer_refuses_a_caller_under_a_guard(monkeypatch):
             device.sanitize(None, 1, 1, [])
     monkeypatch.setattr(device, "sanitizer_path", lambda: None)
     assert [r.ran for r in device.sanitize(None, 1, 1, [])] == [False, False]
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="no /proc here")
+def test_a_students_own_kernel_refuses_a_check_while_a_process_it_started_lives():
+    """The visible tests, in the student's own Jupyter kernel (no sandbox), keep the rule the graded
+    run keeps: a process the kernel started and left running makes a check refuse, so a student
+    sees it before handing in."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        msg_id = kc.execute(GUARD_BESIDE_A_CHILD)
+        printed = []
+        while True:
+            msg = kc.get_iopub_msg(timeout=120)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                printed.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                printed.append("\n".join(msg["content"]["traceback"]))
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert "".join(printed).splitlines() == ["alone ran", "child refused True", "ended ran"], printed
 
 
 def test_guard_lets_only_the_listed_libraries_start_a_process(monkeypatch):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpudl_instructor import sandbox
-from conftest import ROOT
+from conftest import GUARD_BESIDE_A_CHILD, ROOT
 
 pytestmark = pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")
 
@@ -164,24 +164,7 @@ def test_limits_are_validated():
         sandbox.Limits(memory_bytes=0)
 
 
-_OTHER_PROCESSES = """
-import os, subprocess, sys, time
-from gpudl import grading
-from gpudl.references import ReferenceUsedError
-
-def attempt(tag):
-    try:
-        with grading.guard(label="this check"):
-            pass
-        print(tag, "ran")
-    except ReferenceUsedError as e:
-        print(tag, "refused", "left another process running" in str(e) and "sleep 30" in str(e))
-
-attempt("alone")
-child = subprocess.Popen(["sleep", "30"])
-attempt("child")
-child.kill(); child.wait()
-attempt("ended")
+_OTHER_PROCESSES = GUARD_BESIDE_A_CHILD + """
 subprocess.run(["sh", "-c", "sleep 30 &"])          # a daemon: its parent gone, bubblewrap adopts it
 time.sleep(0.3)
 attempt("daemon")
@@ -232,3 +215,4 @@ def test_outside_the_sandbox_a_check_leaves_the_machines_processes_alone():
     finally:
         child.kill()
         child.wait()
+

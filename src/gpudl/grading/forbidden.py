@@ -47,7 +47,8 @@ one of the libraries the checks need (``_PROCESS_STARTERS``: Triton runs ptxas, 
 compilers); the package's ``gpudl.collectives.launch``, ``gpudl.profiling.ncu_metrics`` and
 ``gpudl.cuda_model.sanitize``, which run code they are given in another process, refuse a caller
 outside the package. A process started before the block is no start the hook sees: in the grading
-sandbox a guard refuses to open while any other process lives there (``other_processes``).
+sandbox a guard refuses to open while any other process lives there, in a student's Jupyter kernel
+while one the kernel started does (``other_processes``).
 The hook costs time on every call the interpreter makes (about 3x on the Triton interpreter's
 kernels), so it is installed only when door 3 has something to watch: a torch routine needs only
 door 2.
@@ -430,7 +431,8 @@ def _watch_processes() -> list[tuple[Any, str, Any]]:
 # A process started before the check (a server at the notebook's top that the code then asks over a
 # pipe) is no start the guard sees. In the grading sandbox, whose PID namespace holds nothing but the
 # sandbox (bubblewrap is its PID 1, the kernel its child), a guard therefore first looks for any other
-# process still alive, and refuses to run the check while one is. The package's launcher keeps a zygote
+# process still alive, and refuses to run the check while one is; in a student's own Jupyter kernel
+# (the visible tests) it looks at the processes the kernel started, so the rule holds there too. The package's launcher keeps a zygote
 # (a process that forks launch's workers): one started while a guard was open (lab 10's checks) stays;
 # one started outside a guard (by the student's own launch) is ended, and the next launch starts another.
 
@@ -485,11 +487,19 @@ def _package_helpers() -> set[int]:
     return kept
 
 
+def _in_a_jupyter_kernel() -> bool:
+    """Whether this process is a running Jupyter kernel (a student's own, where the visible tests run)."""
+    app = sys.modules.get("ipykernel.kernelapp")
+    return bool(app is not None and app.IPKernelApp.initialized())
+
+
 def other_processes() -> list[str]:
-    """In the grading sandbox, "pid N: command line" for each live process other than this one and
-    its ancestors (and the package's helpers); elsewhere, where the machine's other processes are
-    no business of a check's, nothing."""
-    if not _in_the_grading_sandbox():
+    """"pid N: command line" for each live process a check could be asked to trust: in the grading
+    sandbox, any but this one and its ancestors; in a student's own Jupyter kernel (the visible
+    tests), those this kernel started; the package's helpers aside. Elsewhere (a script, the tests),
+    and where there is no /proc, nothing."""
+    sandboxed = _in_the_grading_sandbox()
+    if not (sandboxed or _in_a_jupyter_kernel()) or not os.path.isdir("/proc/self"):
         return []
     helpers = _package_helpers()
     table = _processes()
@@ -507,8 +517,17 @@ def other_processes() -> list[str]:
             todo += children.get(p, [])
     for ancestor in line[1:-1]:     # in a launch's worker, the other workers: the zygote's children
         kept.update(children.get(ancestor, []))    # (the kernel's under start="spawn")
-    return [f"pid {p}: {_command_line(p)}" for p, (_parent, state) in sorted(table.items())
-            if p not in kept and state not in ("Z", "X")]
+    if sandboxed:
+        candidates = set(table)
+    else:                           # what this kernel started, and what that started in turn
+        candidates, todo = set(), list(children.get(line[0], []))
+        while todo:
+            p = todo.pop()
+            if p not in candidates:
+                candidates.add(p)
+                todo += children.get(p, [])
+    return [f"pid {p}: {_command_line(p)}" for p in sorted(candidates)
+            if p not in kept and table[p][1] not in ("Z", "X")]
 
 
 def _refuse_other_processes(label: str) -> None:
