@@ -55,6 +55,8 @@ def attempt(tag):
 
 attempt("alone")
 child = subprocess.Popen(["sleep", "30"])
+while open(f"/proc/{child.pid}/cmdline", "rb").read().split(b"\\0")[0] != b"sleep":   # until it has exec'd
+    time.sleep(0.01)
 attempt("child")
 child.kill(); child.wait()
 attempt("ended")
