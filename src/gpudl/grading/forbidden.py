@@ -504,8 +504,8 @@ def other_processes() -> list[str]:
     helpers = _package_helpers()
     table = _processes()
     line = [os.getpid()]                          # this process and its ancestors, bubblewrap last
-    while table.get(line[-1], (0,))[0] in table and table[line[-1]][0] not in line:
-        line.append(table[line[-1]][0])
+    while (parent := table.get(line[-1], (0, ""))[0]) in table and parent not in line:
+        line.append(parent)
     children: dict[int, list[int]] = {}
     for p, (parent, _state) in table.items():
         children.setdefault(parent, []).append(p)
