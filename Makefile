@@ -16,7 +16,7 @@ HANDOUT ?= handout
 # and what the grading sandbox runs in.
 SYSTEM_DEPS := chromium:chromium bwrap:bubblewrap
 
-.PHONY: setup lab test release grade formgrader handout system-deps gpu-check doctor clean
+.PHONY: setup lab test test-profile release grade formgrader handout system-deps gpu-check doctor clean
 
 setup: $(VENV)/.installed            ## create .venv and install gpudl with everything it needs
 
@@ -32,8 +32,15 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 lab: setup                           ## open JupyterLab on labs/ and course/ as students see it (LAB_ARGS="--port 8888 --no-browser")
 	$(BIN)/gpudl lab $(LAB_ARGS)
 
+# The answer hunt's results are kept in the virtualenv's folder, keyed by the hash of what it reads.
+TEST_ENV := GPUDL_HUNT_CACHE=$(CURDIR)/$(VENV)/gpudl-hunt
+PYTEST  := $(TEST_ENV) $(BIN)/python -m pytest -n 3 --dist loadgroup
+
 test: setup system-deps              ## run every test: package, course notebooks, grading round trips, the browser
-	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
+	$(PYTEST) --durations=15
+
+test-profile: setup system-deps      ## every test, then the slowest set-ups and calls and each worker's timeline
+	$(PYTEST) --timeline --timeline-json test-profile.json
 
 release: setup                       ## regenerate labs/ from solutions/ (one LAB=... or all)
 	$(BIN)/gpudl release $(LAB)

@@ -62,6 +62,7 @@ def test_labs_hunt_side_by_side_the_longest_first_and_report_in_lab_order(tmp_pa
     import threading
     import time
 
+    monkeypatch.delenv(hunt.CACHE_ENV, raising=False)         # kept in the course's .gpudl-hunt/
     labs = ["lab01_a", "lab02_b", "lab03_c", "lab04_d"]
     root = _fake_course(tmp_path, labs)
     took = {"lab01_a": 0.3, "lab02_b": 0.05, "lab03_c": 0.2, "lab04_d": 0.1}
@@ -112,6 +113,7 @@ def test_the_hunt_refuses_an_unknown_lab_and_no_worker(tmp_path):
 
 
 def test_a_failing_lab_hunt_stops_the_hunt_with_its_reason(tmp_path, monkeypatch):
+    monkeypatch.delenv(hunt.CACHE_ENV, raising=False)
     root = _fake_course(tmp_path, ["lab01_a", "lab02_b", "lab03_c"])
     started = []
 
@@ -170,3 +172,72 @@ def test_a_stopped_hunt_leaves_no_lab_hunting(tmp_path):
     while hunting() and time.monotonic() < end:
         time.sleep(0.2)
     assert not hunting(), "the lab's hunt outlived `gpudl hunt`"
+
+
+def test_the_screen_spares_the_whole_check_only_to_candidates_that_fail_at_their_first_calls(monkeypatch):
+    """Lab 10's checks start a process group per run: a candidate that raises at the first calls
+    recorded from the solution is let go after one probe per exception type, and one far slower
+    than the solution at once; a planted ring, one that returns, and one that talks to its peers
+    run the whole check; the ring is found."""
+    import time
+
+    import torch.distributed as dist
+
+    from gpudl_instructor.references import lab10
+
+    def attribute_error(t):
+        return t.no_such_thing
+
+    def another_attribute_error(t):
+        return t.nor_this
+
+    def type_error(t):
+        return len(t, t)
+
+    def slow(t):
+        time.sleep(60)
+
+    def untouched(t):
+        return None
+
+    def talks(t):
+        dist.barrier()
+
+    pool = {f"gpudl.planted.{fn.__name__}": fn for fn in (lab10.ring_all_reduce, attribute_error,
+                                                         another_attribute_error, type_error, slow, untouched, talks)}
+    runs: list[str] = []
+    passes = hunt._passes
+
+    def counted(check, args, kwargs):
+        if check.__name__ == "ring_all_reduce":
+            runs.append(next((name for name, fn in pool.items() if fn in args), type(args[0]).__name__))
+        return passes(check, args, kwargs)
+
+    monkeypatch.setattr(hunt, "_passes", counted)
+    findings = hunt.hunt_callables("lab10_multi_gpu", ROOT, pool=pool)
+    assert [(f.exercise, f.where) for f in findings] == [("test_ring_all_reduce", "gpudl.planted.ring_all_reduce")]
+    assert sorted(r for r in runs if r.startswith("gpudl.")) == [
+        "gpudl.planted.ring_all_reduce", "gpudl.planted.talks", "gpudl.planted.untouched"], runs
+    assert runs.count("_Stand") == 3, runs     # the solution's recording run, a probe for each of two types
+    unscreened = []
+    monkeypatch.setattr(hunt, "_passes", lambda check, args, kwargs: unscreened.append(check) or False)
+    hunt.hunt_callables("lab10_multi_gpu", ROOT, pool={"gpudl.planted.type_error": type_error}, screen=False)
+    assert len(unscreened) == 3          # without the screen: reduce-scatter, all-gather and all-reduce, whole
+
+
+def test_an_answer_planted_in_a_copy_of_the_course_edition_is_found_by_the_whole_hunt(tmp_path, monkeypatch):
+    """``hunt.hunt`` as ``gpudl handout`` runs it (a process per lab, the screen, a cold cache) on a course
+    whose package holds a function that computes lab 06's SGD step: it names it."""
+    monkeypatch.setenv(hunt.CACHE_ENV, str(tmp_path / "cache"))
+    lab = "lab06_lstm_bptt"
+    for folder in ("course", "src/gpudl", f"solutions/{lab}", f"labs/{lab}"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    (tmp_path / "src" / "gpudl" / "planted.py").write_text(
+        '"""A helper that gives lab 06\'s answer away."""\nimport numpy as np\n\n\n'
+        "def descend(weights, slopes, rate):\n"
+        "    return {name: np.asarray(w) - rate * np.asarray(slopes[name]) for name, w in weights.items()}\n")
+    findings = hunt.hunt([lab], tmp_path)
+    assert ("test_sgd_step", "callable", "gpudl.planted.descend") in [(f.exercise, f.kind, f.where) for f in findings], \
+        hunt.report(findings)
+    assert json.loads((tmp_path / "cache" / f"{lab}.json").read_text())["findings"]

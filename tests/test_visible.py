@@ -111,6 +111,7 @@ def _questions_only(mutant) -> bool:
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+@pytest.mark.usefixtures("quick_deadlocks")
 def test_visible_cases_catch_the_mutant(mutant):
     if _questions_only(mutant) and mutant.id not in VISIBLE_PASSES:
         pytest.skip("a question's answer: the visible check judges its form, the verdict comes at grading")

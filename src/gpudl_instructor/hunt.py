@@ -17,10 +17,14 @@ Two hunts, per lab:
 
 A lab whose hunt finds nothing holds no graded answer in the course edition. Each lab hunts in a
 process of its own (``python -m gpudl_instructor.hunt LAB``), so a candidate that changes global
-state cannot disturb the next lab; results are cached under ``.gpudl-hunt/`` keyed by the hash of
-everything they depend on (the course edition, the instructor's checks and references, the lab's
-notebooks), so a second ``gpudl handout`` of the same sources answers at once. Labs hunt side by
-side, one per CPU.
+state cannot disturb the next lab. Most candidates fail at their first call, and a check can say
+so once for all of them: a **screen** records the solution's first calls, calls each candidate
+on them here, and lets go one that raises where a probe raising the same exception fails the
+check (``_Screen``); only the others run the whole check. Results are cached (in
+``$GPUDL_HUNT_CACHE``, else ``.gpudl-hunt/``) keyed by the hash of everything they depend on (the
+course edition, the instructor's checks and references, the lab's notebooks), so a second
+``gpudl handout`` of the same sources answers at once; a lab another process is hunting is
+waited for, then read from the cache. Labs hunt side by side, one per CPU.
 
 Public names: ``Finding``, ``hunt``, ``hunt_lab``, ``report``, ``text_hunt``, ``PENDING``.
 """
@@ -34,12 +38,14 @@ import inspect
 import io
 import json
 import os
+import pickle
 import pkgutil
 import re
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import types
 import warnings
 from dataclasses import asdict, dataclass
@@ -237,13 +243,151 @@ def _passes(check: Callable, args: list, kwargs: dict) -> bool:
     return True
 
 
+# --- the screen: a candidate's first calls, made here --------------------------------------------
+#
+# A check calls the student's function; where that happens costs the same for every candidate (lab
+# 10's checks start a process group per run). So first, once per check, the solution runs the check
+# as a ``_Stand``, which writes down the arguments of its first call in each process that calls it
+# (the hunt's own, or a launched worker). Then each candidate is called here on those arguments,
+# quietly. One that raises an exception of one type E at every recorded call fails the check as a
+# function that raises E at its first call in every process fails it, and whether that fails is
+# asked of the check itself, once per type, with a probe: the ``_Stand`` that raises E there and is
+# the solution after. A candidate whose first call takes over ``SLOWER`` times the solution's (and
+# over ``DRY_SECONDS``) is too slow to be an answer the hand-out gives away (the whole check's limit,
+# ``ATTEMPT_SECONDS``, says the same of a slower one). Every other candidate runs the whole check:
+# one that returned, one whose probe passed, and one that touched torch.distributed in a call
+# recorded in a worker (its process group is not here). A guard only ever refuses more, so a call
+# made here without one cannot fail where the check's would pass.
+
+DRY_SECONDS = 2.0               # the least time a first call here may take before it is too slow
+SLOWER = 20                     # ... or this many times the solution's first call, if longer
+
+
+class _Stand:
+    """The solution in the student's place: in each process, its first call's arguments are written
+    to ``folder`` (when given), or ``first`` is raised at it (when given). Picklable, so a launched
+    worker gets one too."""
+
+    def __init__(self, fn: Callable, folder: str | None = None, first: BaseException | None = None):
+        self.fn, self.folder, self.first = fn, folder, first
+        self.__name__ = getattr(fn, "__name__", "answer")
+        self.called_in: set[int] = set()
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "called_in": set()}          # each process makes its own first call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if os.getpid() not in self.called_in:
+            self.called_in.add(os.getpid())
+            if self.folder is not None:
+                from gpudl.collectives.worker import pickler, write_atomic
+                try:
+                    data = pickler().dumps((args, kwargs))
+                except Exception:  # noqa: BLE001 - a call that cannot be written down screens nothing
+                    data = b""
+                write_atomic(os.path.join(self.folder, f"{os.getpid()}.pkl"), data)
+            if self.first is not None:
+                raise self.first
+        return self.fn(*args, **kwargs)
+
+
+class _Distributed(Exception):
+    pass
+
+
+def _touches_distributed(frame: Any, event: str, arg: Any) -> None:
+    if event == "call" and f"{os.sep}torch{os.sep}distributed{os.sep}" in frame.f_code.co_filename:
+        raise _Distributed()
+    if event == "c_call" and str(getattr(arg, "__module__", "") or "").startswith("torch._C._distributed"):
+        raise _Distributed()
+
+
+_TOO_SLOW = "too slow"
+
+
+def _first_calls(fn: Any, calls: list[tuple[bytes, bool]], limit: float) -> BaseException | str | None:
+    """``fn`` called here on each recorded first call ((its pickle, whether a worker made it)): the
+    exception of one type it raised at every one, ``_TOO_SLOW``, or None (it returned at one, or
+    raised several types, or touched torch.distributed where a worker's call was recorded)."""
+    raised: BaseException | None = None
+    for data, in_worker in calls:
+        args, kwargs = pickle.loads(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                        _limit(limit):
+                    if in_worker:
+                        sys.setprofile(_touches_distributed)
+                    try:
+                        fn(*args, **kwargs)
+                    finally:
+                        sys.setprofile(None)
+            except _Timeout:
+                return _TOO_SLOW
+            except (_Distributed, SystemExit, KeyboardInterrupt):
+                return None
+            except Exception as exc:  # noqa: BLE001 - what it raised is the point
+                if raised is not None and type(exc) is not type(raised):
+                    return None
+                raised = exc
+                continue
+        return None
+    try:
+        return pickle.loads(pickle.dumps(raised))        # the probe raises it, in a worker too
+    except Exception:  # noqa: BLE001
+        return None
+
+
+class _Screen:
+    """One check's screen for the student's function at argument ``index`` (see above)."""
+
+    def __init__(self, check: Callable, args: list, kwargs: dict, index: int, scratch: Path):
+        import time
+
+        self.check, self.args, self.kwargs, self.index = check, args, kwargs, index
+        self.verdicts: dict[type, bool] = {}             # exception type -> a probe raising it fails the check
+        self.calls: list[tuple[bytes, bool]] = []
+        self.limit = DRY_SECONDS
+        if _kernel_function(args[index]) is not None:
+            return                                       # a kernel is launched, not called: no screen
+        folder = Path(tempfile.mkdtemp(prefix="first-calls-", dir=scratch))
+        if not _passes(check, self.trial(_Stand(args[index], str(folder))), kwargs):
+            return                                       # (a solution that fails its check screens nothing)
+        calls = [(p.read_bytes(), p.stem != str(os.getpid())) for p in sorted(folder.glob("*.pkl"))]
+        if not calls or not all(data for data, _ in calls):
+            return
+        began = time.monotonic()
+        _first_calls(args[index], calls, ATTEMPT_SECONDS)
+        self.limit = max(DRY_SECONDS, SLOWER * (time.monotonic() - began))
+        self.calls = calls
+
+    def trial(self, fn: Any) -> list:
+        return [fn if j == self.index else a for j, a in enumerate(self.args)]
+
+    def fails(self, candidate: Any) -> bool:
+        """Whether ``candidate`` surely fails the check (or is too slow), from its first calls alone."""
+        if not self.calls or _kernel_function(candidate) is not None:
+            return False
+        exc = _first_calls(candidate, self.calls, self.limit)
+        if exc is _TOO_SLOW:
+            return True
+        if exc is None:
+            return False
+        if type(exc) not in self.verdicts:
+            probe = _Stand(self.args[self.index], None, exc)
+            self.verdicts[type(exc)] = not _passes(self.check, self.trial(probe), self.kwargs)
+        return self.verdicts[type(exc)]
+
+
 def hunt_callables(lab: str, root: Path, pool: dict[str, Any] | None = None,
-                   journal: Path | None = None) -> list[Finding]:
+                   journal: Path | None = None, screen: bool = True) -> list[Finding]:
     """Every course callable (or every one of ``pool``) that passes a hidden check of ``lab`` in the
     student's place. With a ``journal``, each attempt is written down before it runs and when it
     ends, and attempts the journal already holds are not made again: a candidate that kills the
     process (a crash in a simulator, an abort under the memory limit) is skipped on the rerun
-    (it would have killed a student's kernel too, which scores nothing)."""
+    (it would have killed a student's kernel too, which scores nothing). ``screen``: candidates
+    that fail at their first call are let go without the whole check (see ``_Screen``)."""
     done: set[str] = set()
     found_before: list[Finding] = []
     if journal is not None and journal.exists():
@@ -271,6 +415,18 @@ def hunt_callables(lab: str, root: Path, pool: dict[str, Any] | None = None,
     runnable.cells = [c for c in nb.cells if c not in tests]
     namespace = execute(runnable)
     pool = candidates() if pool is None else pool
+    with tempfile.TemporaryDirectory(prefix="gpudl-hunt-", ignore_cleanup_errors=True) as scratch, \
+            contextlib.chdir(scratch):
+        findings = _hunt_tests(lab, tests, namespace, pool, done, note, Path(scratch), screen)
+    if log is not None:
+        log.close()
+    return found_before + findings
+
+
+def _hunt_tests(lab: str, tests: list, namespace: dict, pool: dict[str, Any], done: set[str],
+                note: Callable[[str, str], None], scratch: Path, screen: bool) -> list[Finding]:
+    """The candidates of ``pool`` on the hidden calls of the test cells ``tests``, in ``scratch`` (a
+    candidate called with a check's arguments may write files where it runs)."""
     findings: list[Finding] = []
     for cell in tests:
         grade_id = cell.metadata["nbgrader"]["grade_id"]
@@ -285,24 +441,20 @@ def hunt_callables(lab: str, root: Path, pool: dict[str, Any] | None = None,
             for i, value in enumerate(args):
                 if not _students(value):
                     continue
-                for name, candidate in pool.items():
-                    if not fits(candidate, value):
-                        continue
+                fitting = [(name, c) for name, c in pool.items()
+                           if fits(c, value) and f"{grade_id}:{i}:{name}" not in done]
+                sieve = _Screen(check, args, kwargs, i, scratch) if screen and fitting else None
+                for name, candidate in fitting:
                     attempt = f"{grade_id}:{i}:{name}"
-                    if attempt in done:
-                        continue
                     note("TRY", attempt)
-                    trial = list(args)
-                    trial[i] = candidate
-                    if _passes(check, trial, kwargs):
+                    trial = [candidate if j == i else a for j, a in enumerate(args)]
+                    if not (sieve is not None and sieve.fails(candidate)) and _passes(check, trial, kwargs):
                         finding = Finding(lab, grade_id, "callable", name,
                                           f"in place of {getattr(value, '__name__', 'the answer')}")
                         findings.append(finding)
                         note("FOUND", json.dumps(asdict(finding)))
                     note("DONE", attempt)
-    if log is not None:
-        log.close()
-    return found_before + findings
+    return findings
 
 
 # --- text -------------------------------------------------------------------------------------
@@ -366,18 +518,43 @@ def hunt_lab(lab: str, root: Path, journal: Path | None = None) -> list[Finding]
 
 
 def _digest(lab: str, root: Path) -> str:
+    """The hash of everything a lab's hunt reads (by paths relative to their folders, so another
+    clone of the same sources has the same key)."""
     import gpudl
 
     h = hashlib.sha256(lab.encode())
     course = root / "src" / "gpudl"
     folders = [course if course.is_dir() else Path(gpudl.__file__).parent, Path(__file__).parent]
-    files = [p for f in folders for p in sorted(f.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
-    files += sorted((root / "solutions" / lab).glob("*.ipynb")) + sorted((root / "labs" / lab).glob("*.ipynb"))
-    files += sorted((root / "course").glob("*.ipynb"))
-    for p in files:
-        h.update(str(p).encode())
+    files = [(f, p) for f in folders for p in sorted(f.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    files += [(root, p) for p in sorted((root / "solutions" / lab).glob("*.ipynb"))
+              + sorted((root / "labs" / lab).glob("*.ipynb")) + sorted((root / "course").glob("*.ipynb"))]
+    for folder, p in files:
+        h.update(f"{folder.name}/{p.relative_to(folder)}".encode())
         h.update(p.read_bytes())
     return h.hexdigest()
+
+
+CACHE_ENV = "GPUDL_HUNT_CACHE"
+
+
+def cache_dir(root: Path) -> Path:
+    """Where hunts are kept: ``$GPUDL_HUNT_CACHE`` (``make test`` sets the virtualenv's folder),
+    else ``.gpudl-hunt/`` in the course."""
+    return Path(os.environ.get(CACHE_ENV) or root / ".gpudl-hunt")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold ``path`` locked: another process hunting the same lab waits, then finds it cached."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _hunt_in_process(lab: str, root: Path) -> list[Finding]:
@@ -417,28 +594,51 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
     root = repo_root(root)
     names = lab_names(root)
     labs = [lab_named(lab, names) for lab in labs] if labs else names
+    store_dir = cache_dir(root)
     found: dict[str, list[Finding]] = {}
     todo: list[tuple[str, str, Path]] = []
     took: dict[str, float] = {}         # seconds of the last hunt, kept even when the sources changed since
+
+    def kept(store: Path) -> dict:
+        try:
+            return json.loads(store.read_text()) if store.is_file() else {}
+        except ValueError:
+            return {}
+
     for lab in labs:
         key = _digest(lab, root)
-        store = root / ".gpudl-hunt" / f"{lab}.json"
-        kept = json.loads(store.read_text()) if store.is_file() else {}
-        if cache and kept.get("key") == key:
-            found[lab] = [Finding(**f) for f in kept["findings"]]
+        store = store_dir / f"{lab}.json"
+        last = kept(store)
+        if cache and last.get("key") == key:
+            found[lab] = [Finding(**f) for f in last["findings"]]
             continue
-        took[lab] = float(kept.get("seconds", float("inf")))
+        took[lab] = float(last.get("seconds", float("inf")))
         todo.append((lab, key, store))
     todo.sort(key=lambda t: (-took[t[0]], -names.index(t[0])))
 
-    def one(lab: str, key: str, store: Path) -> list[Finding]:
-        began = time.monotonic()
-        result = _hunt_in_process(lab, root)
-        seconds = time.monotonic() - began
-        if cache:
-            store.parent.mkdir(exist_ok=True)
-            store.write_text(json.dumps({"key": key, "seconds": round(seconds, 1),
-                                         "findings": [asdict(f) for f in result]}))
+    failed = threading.Event()
+
+    def one(lab: str, key: str, store: Path, started: threading.Event) -> list[Finding]:
+        if failed.is_set():                              # an earlier lab failed: this one never starts
+            started.set()
+            return []
+        with _locked(store.with_suffix(".lock")) if cache else contextlib.nullcontext():
+            started.set()
+            last = kept(store)
+            if cache and last.get("key") == key:        # another process hunted it while this one waited
+                return [Finding(**f) for f in last["findings"]]
+            began = time.monotonic()
+            try:
+                result = _hunt_in_process(lab, root)
+            except BaseException:
+                failed.set()
+                raise
+            seconds = time.monotonic() - began
+            if cache:
+                tmp = store.with_suffix(".tmp")
+                tmp.write_text(json.dumps({"key": key, "seconds": round(seconds, 1),
+                                           "findings": [asdict(f) for f in result]}))
+                tmp.replace(store)
         if progress is not None:
             progress(f"hunt: {lab}: {report(result) if result else 'no answer'} ({seconds:.0f} s)")
         return result
@@ -450,7 +650,14 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
                      + (f" ({len(labs) - len(todo)} unchanged since their last hunt)" if len(todo) < len(labs) else ""))
         pool = cf.ThreadPoolExecutor(workers)
         try:
-            futures = {pool.submit(one, *t): t[0] for t in todo}
+            futures: dict[cf.Future, str] = {}
+            for t in todo:                  # each starts once the one before it has: the longest first
+                started = threading.Event()
+                futures[pool.submit(one, *t, started)] = t[0]
+                while not started.wait(0.05):
+                    for future in futures:
+                        if future.done() and future.exception() is not None:
+                            raise future.exception()      # a lab failed: no later lab starts
             for future in cf.as_completed(futures):
                 found[futures[future]] = future.result()
         finally:

@@ -88,11 +88,108 @@ def _isolated_state():
         plt.close("all")
 
 
-def autograde(nb: nbformat.NotebookNode, *, seed: str, cell_timeout: float = 180.0) -> dict[str, float]:
-    """Scores of the graded cells {grade_id: points earned} for one run of ``nb``."""
+_OPAQUE = frozenset({"globals", "locals", "vars", "exec", "eval", "__import__", "get_ipython"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+           ast.DictComp, ast.GeneratorExp)
+
+
+def _scope(nodes: list[ast.AST]) -> tuple[set[str], set[str], set[str]]:
+    """(names bound here, names read here, names declared ``global`` here) for the statements of one
+    scope; a nested scope adds the names it reads or changes from outside as reads and changes here,
+    and the globals it assigns as bindings. Changing ``x.attr`` or ``x[i]`` binds ``x``."""
+    binds: set[str] = set()
+    reads: set[str] = set()
+    declared: set[str] = set()
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _SCOPES):
+            params: set[str] = set()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                binds.add(node.name)
+                todo.extend(node.decorator_list)
+                todo.extend(getattr(node, "bases", []))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+                todo.extend(node.args.defaults + [d for d in node.args.kw_defaults if d is not None])
+            if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                body = [*node.generators, *((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,))]
+            else:
+                body = node.body if isinstance(node.body, list) else [node.body]
+            inner_binds, inner_reads, inner_globals = _scope(body)
+            own = params | {b for b in inner_binds - inner_globals if not b.startswith("\0")}
+            reads |= inner_reads - own
+            binds |= inner_binds & inner_globals
+            binds |= {b for b in inner_binds if b.startswith("\0") and b[1:] not in own}   # x.attr = ...
+            declared |= inner_globals
+            continue
+        if isinstance(node, ast.Name):
+            (reads if isinstance(node.ctx, ast.Load) else binds).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            binds.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                reads.add(base.id)                      # read here; changed where it lives (below)
+                binds.add(f"\0{base.id}")
+        todo.extend(ast.iter_child_nodes(node))
+    return binds, reads, declared
+
+
+def _names(source: str) -> tuple[set[str], set[str]] | None:
+    """(names a cell binds or changes at its top level, names it reads from there) by its syntax, or
+    None when that cannot be told (it does not parse, or reaches names in ways no syntax tree shows:
+    ``globals()``, ``exec``, ``%magic``). A function's own parameters and locals are its own;
+    assigning to an attribute or item of a name counts as changing that name."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    if any(isinstance(n, ast.Name) and n.id in _OPAQUE for n in ast.walk(tree)):
+        return None
+    binds, reads, declared = _scope(tree.body)
+    changed = {b[1:] for b in binds if b.startswith("\0")}
+    return {b for b in binds if not b.startswith("\0")} | changed | declared, reads
+
+
+def affected(nb: nbformat.NotebookNode, changed: set[str]) -> set[int] | None:
+    """The indices of the code cells of ``nb`` whose run may differ once the cells ``changed`` (grade
+    ids) differ: those, and every later cell that reads a name one of them binds or changes (and
+    so on), and any cell whose names a later affected cell reads. None when a cell's names cannot
+    be told, so every cell may."""
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    names = [_names(c.source) for _, c in code]
+    if any(n is None for n in names):
+        return None
+    tainted: set[str] = set()
+    cells: set[int] = set()
+    for (index, cell), (binds, reads) in zip(code, names):
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in changed or reads & tainted:
+            cells.add(index)
+            tainted |= binds
+    read_later: set[str] = set()
+    for (index, _), (binds, reads) in reversed(list(zip(code, names))):
+        if binds & read_later:
+            cells.add(index)
+        read_later |= reads
+    return cells
+
+
+def autograde(nb: nbformat.NotebookNode, *, seed: str, cell_timeout: float = 180.0,
+              changed_from_full_marks: set[str] | None = None) -> dict[str, float]:
+    """Scores of the graded cells {grade_id: points earned} for one run of ``nb``.
+
+    ``changed_from_full_marks``: ``nb`` is a notebook that scores full marks (the solution) with these
+    cells changed (a mutant): a test cell that no changed cell can reach through the names it reads
+    (``affected``) keeps its full points without running. The other cells all run."""
     scores: dict[str, float] = {}
     namespace: dict[str, Any] = {"__name__": "__main__"}
     run = next(_RUNS)
+    reach = affected(nb, changed_from_full_marks) if changed_from_full_marks is not None else None
 
     def on_alarm(signum, frame):
         raise _CellTimeout(f"cell ran past {cell_timeout} s")
@@ -106,6 +203,9 @@ def autograde(nb: nbformat.NotebookNode, *, seed: str, cell_timeout: float = 180
                 if cell.cell_type != "code":
                     continue
                 nbg = cell.get("metadata", {}).get("nbgrader", {})
+                if reach is not None and nbg.get("grade") and index not in reach:
+                    scores[nbg["grade_id"]] = float(nbg["points"])
+                    continue
                 err, failed, result = io.StringIO(), False, None
                 try:
                     body, last = _compile_cell(cell.source, f"<gpudl-run{run}-cell{index}>")
