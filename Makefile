@@ -40,7 +40,7 @@ test: setup system-deps              ## run every test: package, course notebook
 	$(PYTEST) --durations=15
 
 test-profile: setup system-deps      ## every test, then the slowest set-ups and calls and each worker's timeline
-	$(PYTEST) --timeline --timeline-json test-profile.json
+	$(PYTEST) --timeline --timeline-json=test-profile.json
 
 release: setup                       ## regenerate labs/ from solutions/ (one LAB=... or all)
 	$(BIN)/gpudl release $(LAB)
