@@ -104,6 +104,22 @@ def test_a_rebound_check_never_reaches_the_checker(server):
     assert server.verdicts(checker.expected_checks(nb))["test_utilization"].passed is False
 
 
+def test_a_check_handed_as_the_answer_fails_at_once_instead_of_waiting_for_the_busy_checker(server):
+    """``bound = check.bound``: the checker calls the student's ``bound``, which asks the checker, which is
+    busy waiting for that very call; it waited until the cell's time limit (a whole cell timeout of a
+    graded class). The call is refused at once, and the cell fails on the student's side."""
+    import time
+
+    server.cell = "test_bound"
+    start = time.monotonic()
+    with pytest.raises(GradingError, match=r"called a check \(bound\) while a check was calling it"):
+        lab01.bound(lab01.bound)
+    assert time.monotonic() - start < 10
+    assert server.records[-1].passed is False
+    lab01.utilization(utilization)                      # and the next check runs as usual
+    assert server.records[-1].passed is True
+
+
 def test_what_the_kernel_sends_back_is_plain_data_or_a_failure(server):
     server.cell = "test_limiter"
     with pytest.raises(GradingError):

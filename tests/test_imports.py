@@ -232,3 +232,35 @@ def test_every_module_imports_alone(tmp_path):
         done = pool.map(lambda half: list(zip(half, _run_alone([_import_code(n) for n in half], tmp_path))), halves)
     failed = [(name, err) for half in done for name, (rc, err) in half if rc != 0]
     assert not failed, "\n\n".join(f"{name}:\n{err}" for name, err in failed)
+
+
+# Run a notebook's code cells in order, then print the torch modules it imported.
+_RUN_CELLS = """
+import json, sys
+ns = {"__name__": "__main__"}
+for cell in json.load(open(sys.argv[1]))["cells"]:
+    if cell["cell_type"] == "code":
+        exec(cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"]), ns)
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "torch")))
+"""
+
+
+def test_lab01_and_its_checks_run_without_torch(tmp_path):
+    """Lab 01 needs numpy only, so its kernel never imports torch (about 1.5 s of every graded lab 01
+    kernel, and a test run grades over a hundred): not through a check's forbidden list, which names
+    ``gpudl.collectives.cost``, nor through ``gpudl.collectives``, whose torch modules load when asked."""
+    from conftest import student_copy
+    import nbformat
+
+    path = tmp_path / "lab01.ipynb"
+    nbformat.write(student_copy("lab01_performance_basics"), str(path))
+    env = {**os.environ, "GPUDL_DEVICE": "cpu", "MPLBACKEND": "Agg"}
+    run = subprocess.run([sys.executable, "-c", _RUN_CELLS, str(path)], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-1500:]
+    assert json.loads(run.stdout.splitlines()[-1]) == []
+    lazy = subprocess.run([sys.executable, "-c", "import sys; from gpudl.collectives import launch, cost, traffic; "
+                           "print(launch.__module__, cost.__name__, traffic.__module__, 'torch' in sys.modules)"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert lazy.stdout.split() == ["gpudl.collectives.launch", "gpudl.collectives.cost", "gpudl.collectives.ring",
+                                   "True"], lazy.stderr[-1500:]

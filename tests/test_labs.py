@@ -103,6 +103,30 @@ def test_mutant_loses_its_exercise_points_only(mutant, lab_course):
             assert got == points, f"{mutant.description!r} also costs {cell} ({got}/{points})"
 
 
+def test_a_mutant_runs_the_test_cells_its_change_reaches_and_what_they_read():
+    import nbformat
+
+    def cell(source, grade_id=None, grade=False):
+        meta = {"nbgrader": {"grade_id": grade_id, "grade": grade, "points": 1}} if grade_id else {}
+        return nbformat.v4.new_code_cell(source, metadata=meta)
+
+    nb = nbformat.v4.new_notebook(cells=[
+        cell("import numpy as np\nscale = 2", "setup"),                          # 0: read by f
+        cell("def f(x):\n    return helper(x) * scale", "f"),                     # 1: the mutated cell
+        cell("def helper(x):\n    return x + 1", "helper"),                       # 2: f's helper, read when called
+        cell("assert f(1) == 4", "test_f", grade=True),                             # 3: reaches f
+        cell("timings = [f(n) for n in range(10**6)]", "demo"),                     # 4: reads f, no test needs it
+        cell("def g(x):\n    return -x", "g"),                                    # 5
+        cell("assert g(1) == -1", "test_g", grade=True),                            # 6: f cannot reach it
+        nbformat.v4.new_markdown_cell("prose"),                                     # 7
+        cell("assert np.isclose(f(0), 2)", "test_f_again", grade=True),             # 8
+    ])
+    assert inprocess.to_run(nb, {"f"}) == {0, 1, 2, 3, 8}
+    assert inprocess.to_run(nb, {"g"}) == {5, 6}
+    nb.cells.append(cell("globals()['f'] = None"))                                 # names no syntax tree shows
+    assert inprocess.to_run(nb, {"g"}) is None
+
+
 @pytest.mark.parametrize("lab", LABS)
 def test_in_process_grading_agrees_with_nbgrader(lab, lab_course):
     """The mutant bank is graded in-process; on one mutant per lab that must give nbgrader's scores,

@@ -156,11 +156,12 @@ def _names(source: str) -> tuple[set[str], set[str]] | None:
     return {b for b in binds if not b.startswith("\0")} | changed | declared, reads
 
 
-def affected(nb: nbformat.NotebookNode, changed: set[str]) -> set[int] | None:
-    """The indices of the code cells of ``nb`` whose run may differ once the cells ``changed`` (grade
-    ids) differ: those, and every later cell that reads a name one of them binds or changes (and
-    so on), and any cell whose names a later affected cell reads. None when a cell's names cannot
-    be told, so every cell may."""
+def to_run(nb: nbformat.NotebookNode, changed: set[str]) -> set[int] | None:
+    """The indices of the code cells of ``nb`` to run once the cells ``changed`` (grade ids) differ from a
+    notebook that scores full marks: the test cells whose run may differ (those that read a name a changed
+    cell binds or changes, or a name bound by a cell that does, and so on), and every earlier cell that
+    binds a name one of the cells to run reads. A demo cell that no such test cell needs (a timing sweep, a
+    plot) does not run. None when a cell's names cannot be told, so every cell runs."""
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     names = [_names(c.source) for _, c in code]
     if any(n is None for n in names):
@@ -168,14 +169,23 @@ def affected(nb: nbformat.NotebookNode, changed: set[str]) -> set[int] | None:
     tainted: set[str] = set()
     cells: set[int] = set()
     for (index, cell), (binds, reads) in zip(code, names):
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in changed or reads & tainted:
-            cells.add(index)
+        nbg = cell.get("metadata", {}).get("nbgrader", {})
+        if nbg.get("grade_id") in changed or reads & tainted:
             tainted |= binds
-    read_later: set[str] = set()
-    for (index, _), (binds, reads) in reversed(list(zip(code, names))):
-        if binds & read_later:
-            cells.add(index)
-        read_later |= reads
+            if nbg.get("grade"):
+                cells.add(index)
+    # Before the last of them, every cell that binds a name a cell to run reads, wherever it stands: a
+    # function reads its globals when called, so a helper defined after it counts too.
+    last = max(cells, default=-1)
+    read = set().union(*(reads for (index, _), (_, reads) in zip(code, names) if index in cells))
+    grew = True
+    while grew:
+        grew = False
+        for (index, _), (binds, reads) in zip(code, names):
+            if index < last and index not in cells and binds & read:
+                cells.add(index)
+                read |= reads
+                grew = True
     return cells
 
 
@@ -184,12 +194,12 @@ def autograde(nb: nbformat.NotebookNode, *, seed: str, cell_timeout: float = 180
     """Scores of the graded cells {grade_id: points earned} for one run of ``nb``.
 
     ``changed_from_full_marks``: ``nb`` is a notebook that scores full marks (the solution) with these
-    cells changed (a mutant): a test cell that no changed cell can reach through the names it reads
-    (``affected``) keeps its full points without running. The other cells all run."""
+    cells changed (a mutant): only the cells ``to_run`` names run, and a test cell that no changed
+    cell can reach through the names it reads keeps its full points without running."""
     scores: dict[str, float] = {}
     namespace: dict[str, Any] = {"__name__": "__main__"}
     run = next(_RUNS)
-    reach = affected(nb, changed_from_full_marks) if changed_from_full_marks is not None else None
+    reach = to_run(nb, changed_from_full_marks) if changed_from_full_marks is not None else None
 
     def on_alarm(signum, frame):
         raise _CellTimeout(f"cell ran past {cell_timeout} s")
@@ -203,8 +213,9 @@ def autograde(nb: nbformat.NotebookNode, *, seed: str, cell_timeout: float = 180
                 if cell.cell_type != "code":
                     continue
                 nbg = cell.get("metadata", {}).get("nbgrader", {})
-                if reach is not None and nbg.get("grade") and index not in reach:
-                    scores[nbg["grade_id"]] = float(nbg["points"])
+                if reach is not None and index not in reach:
+                    if nbg.get("grade"):
+                        scores[nbg["grade_id"]] = float(nbg["points"])
                     continue
                 err, failed, result = io.StringIO(), False, None
                 try:

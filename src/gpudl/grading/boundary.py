@@ -415,9 +415,18 @@ def remote_enabled() -> bool:
 
 
 
+# How many of the checker's calls of student code this kernel is serving: a check called from one (a
+# student who hands a check the check itself, ``bound = check.bound``) would wait for a checker that is
+# busy waiting on this kernel, until the cell's time limit.
+_SERVING = [0]
+
+
 def run_remote(name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
     """Run check ``name`` in the checker, serving its calls of the student's functions here."""
     __tracebackhide__ = True
+    if _SERVING[0]:
+        raise GradingError(f"your function called a check ({name.rpartition(':')[2]}) while a check was calling "
+                           "it: an answer must compute its result, not ask a check") from None
     handles: list[Any] = []
 
     def enc_fn(x: Any) -> Any:
@@ -461,8 +470,12 @@ def _serve_call(sock: socket.socket, msg: dict, bufs: list[bytes], handles: list
     try:
         fn = handles[int(msg["fn"])]
         args, kwargs = wire.decode(msg["call"], bufs, extra=dec_fn)
-        outcome = execute(fn, msg.get("adapter"), tuple(args), dict(kwargs), list(msg.get("forbid", ())),
-                                   str(msg.get("label", "this exercise")))
+        _SERVING[0] += 1
+        try:
+            outcome = execute(fn, msg.get("adapter"), tuple(args), dict(kwargs), list(msg.get("forbid", ())),
+                              str(msg.get("label", "this exercise")))
+        finally:
+            _SERVING[0] -= 1
     except KeyboardInterrupt:
         wire.send(sock, {"op": "interrupted"})
         raise
