@@ -176,9 +176,10 @@ def test_a_stopped_hunt_leaves_no_lab_hunting(tmp_path):
 
 def test_the_screen_spares_the_whole_check_only_to_candidates_that_fail_at_their_first_calls(monkeypatch):
     """Lab 10's checks start a process group per run: a candidate that raises at the first calls
-    recorded from the solution is let go after one probe per exception type, and one far slower
-    than the solution at once; a planted ring, one that returns, and one that talks to its peers
-    run the whole check; the ring is found."""
+    recorded from the solution is let go after one probe per exception type, one that returns and
+    leaves the tensor as it was after one probe (the ring works in place), and one far slower than
+    the solution at once; a planted ring, one that changes the tensor, and one that talks to its
+    peers run the whole check; the ring is found."""
     import time
 
     import torch.distributed as dist
@@ -200,11 +201,18 @@ def test_the_screen_spares_the_whole_check_only_to_candidates_that_fail_at_their
     def untouched(t):
         return None
 
+    def counts_bytes(t):
+        return t.numel() * t.element_size()
+
+    def scribbles(t):
+        t.mul_(2)
+
     def talks(t):
         dist.barrier()
 
     pool = {f"gpudl.planted.{fn.__name__}": fn for fn in (lab10.ring_all_reduce, attribute_error,
-                                                         another_attribute_error, type_error, slow, untouched, talks)}
+                                                         another_attribute_error, type_error, slow, untouched,
+                                                         counts_bytes, scribbles, talks)}
     runs: list[str] = []
     passes = hunt._passes
 
@@ -217,8 +225,9 @@ def test_the_screen_spares_the_whole_check_only_to_candidates_that_fail_at_their
     findings = hunt.hunt_callables("lab10_multi_gpu", ROOT, pool=pool)
     assert [(f.exercise, f.where) for f in findings] == [("test_ring_all_reduce", "gpudl.planted.ring_all_reduce")]
     assert sorted(r for r in runs if r.startswith("gpudl.")) == [
-        "gpudl.planted.ring_all_reduce", "gpudl.planted.talks", "gpudl.planted.untouched"], runs
-    assert runs.count("_Stand") == 3, runs     # the solution's recording run, a probe for each of two types
+        "gpudl.planted.ring_all_reduce", "gpudl.planted.scribbles", "gpudl.planted.talks"], runs
+    assert runs.count("_Stand") == 4, runs     # the solution's recording run, a probe for each of two types
+    #                                            and one for leaving the tensor as it was
     unscreened = []
     monkeypatch.setattr(hunt, "_passes", lambda check, args, kwargs: unscreened.append(check) or False)
     hunt.hunt_callables("lab10_multi_gpu", ROOT, pool={"gpudl.planted.type_error": type_error}, screen=False)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import hashlib
 import importlib
 import inspect
@@ -252,12 +253,16 @@ def _passes(check: Callable, args: list, kwargs: dict) -> bool:
 # quietly. One that raises an exception of one type E at every recorded call fails the check as a
 # function that raises E at its first call in every process fails it, and whether that fails is
 # asked of the check itself, once per type, with a probe: the ``_Stand`` that raises E there and is
-# the solution after. A candidate whose first call takes over ``SLOWER`` times the solution's (and
-# over ``DRY_SECONDS``) is too slow to be an answer the hand-out gives away (the whole check's limit,
-# ``ATTEMPT_SECONDS``, says the same of a slower one). Every other candidate runs the whole check:
-# one that returned, one whose probe passed, and one that touched torch.distributed in a call
-# recorded in a worker (its process group is not here). A guard only ever refuses more, so a call
-# made here without one cannot fail where the check's would pass.
+# the solution after. Likewise one that returns at every recorded call and leaves its arguments as
+# they were fails as the probe that does so does: it returns what the solution returns, computed on
+# a copy of the arguments, and is the solution after (a check of work done in place, such as lab 10's
+# collectives, fails it; a check of a returned value passes it, and those candidates run whole). A
+# candidate whose first call takes over ``SLOWER`` times the solution's (and over ``DRY_SECONDS``)
+# is too slow to be an answer the hand-out gives away (the whole check's limit, ``ATTEMPT_SECONDS``,
+# says the same of a slower one). Every other candidate runs the whole check: one that changed its
+# arguments, one whose probe passed, and one that touched torch.distributed in a call recorded in a
+# worker (its process group is not here). A guard only ever refuses more, so a call made here
+# without one cannot fail where the check's would pass.
 
 DRY_SECONDS = 2.0               # the least time a first call here may take before it is too slow
 SLOWER = 20                     # ... or this many times the solution's first call, if longer
@@ -265,10 +270,11 @@ SLOWER = 20                     # ... or this many times the solution's first ca
 
 class _Stand:
     """The solution in the student's place: in each process, its first call's arguments are written
-    to ``folder`` (when given), or ``first`` is raised at it (when given). Picklable, so a launched
-    worker gets one too."""
+    to ``folder`` (when given), or ``first`` is raised at it (when given), or (``_UNCHANGED``) its
+    arguments are left as they were and it returns what the solution returns on a copy of them.
+    Picklable, so a launched worker gets one too."""
 
-    def __init__(self, fn: Callable, folder: str | None = None, first: BaseException | None = None):
+    def __init__(self, fn: Callable, folder: str | None = None, first: BaseException | str | None = None):
         self.fn, self.folder, self.first = fn, folder, first
         self.__name__ = getattr(fn, "__name__", "answer")
         self.called_in: set[int] = set()
@@ -286,7 +292,12 @@ class _Stand:
                 except Exception:  # noqa: BLE001 - a call that cannot be written down screens nothing
                     data = b""
                 write_atomic(os.path.join(self.folder, f"{os.getpid()}.pkl"), data)
-            if self.first is not None:
+            if self.first is _UNCHANGED:
+                try:
+                    args, kwargs = copy.deepcopy((args, kwargs))
+                except Exception:  # noqa: BLE001 - arguments that cannot be copied: the solution, so no screen
+                    pass
+            elif self.first is not None:
                 raise self.first
         return self.fn(*args, **kwargs)
 
@@ -303,15 +314,25 @@ def _touches_distributed(frame: Any, event: str, arg: Any) -> None:
 
 
 _TOO_SLOW = "too slow"
+_UNCHANGED = "returned and left its arguments as they were"
 
 
 def _first_calls(fn: Any, calls: list[tuple[bytes, bool]], limit: float) -> BaseException | str | None:
     """``fn`` called here on each recorded first call ((its pickle, whether a worker made it)): the
-    exception of one type it raised at every one, ``_TOO_SLOW``, or None (it returned at one, or
-    raised several types, or touched torch.distributed where a worker's call was recorded)."""
+    exception of one type it raised at every one, ``_TOO_SLOW``, ``_UNCHANGED`` (it returned at every
+    one and left the arguments as they were), or None (anything else: it raised several types, or
+    raised at some and returned at others, or changed its arguments, or touched torch.distributed
+    where a worker's call was recorded)."""
+    from gpudl.collectives.worker import pickler
+
     raised: BaseException | None = None
+    returned = False
     for data, in_worker in calls:
         args, kwargs = pickle.loads(data)
+        try:
+            before = pickler().dumps((args, kwargs))
+        except Exception:  # noqa: BLE001 - arguments that cannot be compared screen nothing
+            return None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -328,11 +349,19 @@ def _first_calls(fn: Any, calls: list[tuple[bytes, bool]], limit: float) -> Base
             except (_Distributed, SystemExit, KeyboardInterrupt):
                 return None
             except Exception as exc:  # noqa: BLE001 - what it raised is the point
-                if raised is not None and type(exc) is not type(raised):
+                if returned or (raised is not None and type(exc) is not type(raised)):
                     return None
                 raised = exc
                 continue
-        return None
+        try:
+            unchanged = pickler().dumps((args, kwargs)) == before
+        except Exception:  # noqa: BLE001
+            unchanged = False
+        if raised is not None or not unchanged:
+            return None
+        returned = True
+    if returned:
+        return _UNCHANGED
     try:
         return pickle.loads(pickle.dumps(raised))        # the probe raises it, in a worker too
     except Exception:  # noqa: BLE001
@@ -346,7 +375,7 @@ class _Screen:
         import time
 
         self.check, self.args, self.kwargs, self.index = check, args, kwargs, index
-        self.verdicts: dict[type, bool] = {}             # exception type -> a probe raising it fails the check
+        self.verdicts: dict[Any, bool] = {}              # exception type, or _UNCHANGED -> its probe fails the check
         self.calls: list[tuple[bytes, bool]] = []
         self.limit = DRY_SECONDS
         if _kernel_function(args[index]) is not None:
@@ -374,10 +403,11 @@ class _Screen:
             return True
         if exc is None:
             return False
-        if type(exc) not in self.verdicts:
+        kind = exc if exc is _UNCHANGED else type(exc)
+        if kind not in self.verdicts:
             probe = _Stand(self.args[self.index], None, exc)
-            self.verdicts[type(exc)] = not _passes(self.check, self.trial(probe), self.kwargs)
-        return self.verdicts[type(exc)]
+            self.verdicts[kind] = not _passes(self.check, self.trial(probe), self.kwargs)
+        return self.verdicts[kind]
 
 
 def hunt_callables(lab: str, root: Path, pool: dict[str, Any] | None = None,
