@@ -579,9 +579,6 @@ class AxesSnapshot:
     def legend_labels(self) -> list[str]:
         return list(self._d["legend"])
 
-    def get_xticklabels_text(self) -> list[str]:
-        return list(self._d["xticklabels"])
-
     @property
     def figure_axes(self) -> int:
         return int(self._d["figure_axes"])
@@ -612,7 +609,6 @@ def _snapshot(ax: Any) -> dict[str, Any]:
         "patches": [[float(p.get_x()), float(p.get_y()), float(p.get_width()), float(p.get_height())]
                     for p in ax.patches if hasattr(p, "get_width")],
         "legend": [str(t.get_text()) for t in legend.get_texts()] if legend is not None else [],
-        "xticklabels": [str(t.get_text()) for t in ax.get_xticklabels()],
         "figure_axes": len(ax.figure.axes),
     }
 
