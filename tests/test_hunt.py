@@ -2,6 +2,8 @@
 would notice if it did (a planted answer, a pasted solution)."""
 from __future__ import annotations
 
+import contextlib
+
 import json
 import shutil
 from pathlib import Path
@@ -69,10 +71,17 @@ def test_labs_hunt_side_by_side_the_longest_first_and_report_in_lab_order(tmp_pa
     started, running, most = [], [0], [0]
     lock = threading.Lock()
 
+    locked = hunt._locked
+
+    @contextlib.contextmanager
+    def in_order(path):          # a lab has started once it holds its lock: the next is submitted after that
+        with locked(path):
+            started.append(path.stem)
+            yield
+
     def fake(lab, where):
         assert where == root
         with lock:
-            started.append(lab)
             running[0] += 1
             most[0] = max(most[0], running[0])
         time.sleep(took[lab])
@@ -81,6 +90,7 @@ def test_labs_hunt_side_by_side_the_longest_first_and_report_in_lab_order(tmp_pa
         return [hunt.Finding(lab, "test_x", "callable", f"gpudl.{lab}")] if lab != "lab02_b" else []
 
     monkeypatch.setattr(hunt, "_hunt_in_process", fake)
+    monkeypatch.setattr(hunt, "_locked", in_order)
     lines = []
     found = hunt.hunt(None, root, jobs=2, progress=lines.append)
     assert [f.lab for f in found] == ["lab01_a", "lab03_c", "lab04_d"]
