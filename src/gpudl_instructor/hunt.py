@@ -323,14 +323,12 @@ def _first_calls(fn: Any, calls: list[tuple[bytes, bool]], limit: float) -> Base
     one and left the arguments as they were), or None (anything else: it raised several types, or
     raised at some and returned at others, or changed its arguments, or touched torch.distributed
     where a worker's call was recorded)."""
-    from gpudl.collectives.worker import pickler
-
     raised: BaseException | None = None
     returned = False
     for data, in_worker in calls:
         args, kwargs = pickle.loads(data)
         try:
-            before = pickler().dumps((args, kwargs))
+            before = pickle.dumps((args, kwargs))
         except Exception:  # noqa: BLE001 - arguments that cannot be compared screen nothing
             return None
         with warnings.catch_warnings():
@@ -354,7 +352,7 @@ def _first_calls(fn: Any, calls: list[tuple[bytes, bool]], limit: float) -> Base
                 raised = exc
                 continue
         try:
-            unchanged = pickler().dumps((args, kwargs)) == before
+            unchanged = pickle.dumps((args, kwargs)) == before
         except Exception:  # noqa: BLE001
             unchanged = False
         if raised is not None or not unchanged:

@@ -42,6 +42,8 @@ def _tile(n: int, dtype: str, part: int) -> int:
 
 
 FIGURES = [
+    Figure("ten elements in blocks of four take three programs", 3, lambda ns: ns["triton"].cdiv(10, 4)),
+    Figure("the last program masks two of its lanes", 2, lambda ns: ns["triton"].cdiv(10, 4) * 4 - 10),
     Figure("run lasts about 10 us, much of it fixed", 10,
            lambda ns: 2 * 1024**3 / (_triton(1024, "fp16", "value") * 1e12) * 1e6, rtol=0.05),
     Figure("it chose a 128 x 64\ntile with 7 stages", 128, lambda ns: _tile(1024, "fp16", 0)),
