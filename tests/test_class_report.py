@@ -238,6 +238,16 @@ def test_the_readmes_example_report_is_made_by_the_code_from_this_class(graded, 
 def test_reasons_lose_their_numbers_and_values_but_keep_names_and_words():
     key = report.reason_key
     assert key("conv2d_flops on the lecture's VGG layer: your result is 4.5e9, expected 9e9: off by a factor "
-               "of 2") == "conv2d_flops on the lecture's VGG layer: your result is N, expected N: off by a factor of N"
+               "of 2") == "conv2d_flops on the lecture's VGG layer: your result is …, expected …: off by a factor of …"
+    assert key("lstm_flops(T=20, N=4, D=8) is 3, expected 6") == "lstm_flops(T=…, N=…, D=…) is …, expected …"
     assert key("peak on the V100, fp16: got 'x' and [1, 2, 3]") == "peak on the V100, fp16: got '…' and […]"
     assert key("a result of -3 at 0.5") == key("a result of 7 at 12")
+
+
+def test_the_histogram_counts_students_in_whole_numbers(graded, monkeypatch):
+    """Seven students: matplotlib's default ticks on the count axis would be 0, 0.5, 1, ..."""
+    figures = []
+    monkeypatch.setattr(report, "_png", lambda fig: figures.append(fig) or "")
+    report._histogram(report.lab_stats(graded[0])[0])
+    ticks = figures[0].axes[0].get_yticks()
+    assert len(ticks) > 1 and all(float(t).is_integer() for t in ticks), ticks

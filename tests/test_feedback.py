@@ -41,6 +41,16 @@ def test_sanitize_removes_scripts_handlers_and_script_urls_and_keeps_the_rest():
     assert "p{color:red}" in clean and "text &amp; more" in clean and "inside" not in clean
 
 
+def test_a_relative_link_keeps_its_text_and_loses_its_target():
+    """The lab's "Read first" link, ``../../course/06_lstm_bptt.ipynb``, points nowhere from
+    ``feedback/STUDENT/LAB/``; links within the page and to the web stay."""
+    clean = feedback.sanitize_html('<html><body><p><a href="../../course/06_lstm_bptt.ipynb">course/06_lstm_bptt.ipynb'
+                                   '</a> <a href="#test_lstm_flops">a test</a> <a href="https://pytorch.org/docs">docs</a>'
+                                   '</p></body></html>')
+    assert "course/06_lstm_bptt.ipynb" in clean and "../../course" not in clean
+    assert 'href="#test_lstm_flops"' in clean and 'href="https://pytorch.org/docs"' in clean
+
+
 def test_paths_of_the_grading_machine_are_replaced():
     text = f"File {sys.prefix}/lib/x.py and /work/course/solutions in {sys.base_prefix}"
     scrubbed = feedback.scrub_paths(text, ["/work/course"])

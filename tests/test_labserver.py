@@ -180,3 +180,23 @@ def test_gpudls_lab_extension_is_a_federated_extension_jupyterlab_finds(tmp_path
     assert '"gpudl:validate"' in text and '"assignments/validate"' in text
     cmd, _ = labserver.lab_command(ROOT, tmp_path)
     assert f"--LabApp.extra_labextensions_path={labserver.LABEXTENSIONS}" in cmd
+
+
+def test_the_student_readme_says_how_to_choose_the_port_and_token_without_a_browser(monkeypatch):
+    """The README's command for a shared server reaches ``serve_lab`` as written, and the address it
+    tells students to open has that port and token."""
+    import re
+    import shlex
+
+    from gpudl import cli
+
+    readme = (ROOT / "student" / "README.md").read_text()
+    args = shlex.split(re.search(r'make lab LAB_ARGS="([^"]+)"', readme).group(1))
+    assert re.search(r"gpudl lab " + re.escape(" ".join(args)), readme), "the command without make says the same"
+    seen = {}
+    monkeypatch.setattr(labserver, "serve_lab", lambda **kw: seen.update(kw) or 0)
+    assert cli.main(["lab", *args]) == 0
+    assert seen["no_browser"] is True and seen["port"] and seen["token"]
+    assert f"http://localhost:{seen['port']}/lab?token={seen['token']}" in readme
+    cmd, _ = labserver.lab_command(ROOT, ROOT, port=seen["port"], no_browser=True, token=seen["token"])
+    assert f"--port={seen['port']}" in cmd and f"--IdentityProvider.token={seen['token']}" in cmd

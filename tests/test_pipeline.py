@@ -249,13 +249,15 @@ def test_secret_file_is_created_once_and_private(tmp_path, monkeypatch):
     assert pipeline.student_seed(first, LAB, "a") != pipeline.student_seed(first, LAB, "b")
 
 
-def test_a_failed_test_names_the_first_error_in_the_students_own_cells(tmp_path):
-    """A syntax error in a solution cell, not the NameError it leads to, is the mistake to fix."""
+def test_a_failed_test_names_the_error_in_the_students_own_cells_it_follows_from(tmp_path):
+    """A syntax error in a solution cell, not the NameError it leads to, is the mistake to fix; a
+    NameError names the own cell that should have defined the name (not the first that raised); IPython's
+    file name for a cell reads as the cell's line."""
     nb = nbformat.v4.new_notebook()
     setup = nbformat.v4.new_code_cell("import gpudl", metadata={"nbgrader": {"grade_id": "setup", "locked": True}})
     answer = nbformat.v4.new_code_cell("def lstm_flops(T, N, D, H)\n    return 0",
                                        metadata={"nbgrader": {"grade_id": "lstm_flops", "solution": True}})
-    answer.outputs = [nbformat.v4.new_output("error", ename="SyntaxError", evalue="expected ':' (cell, line 1)",
+    answer.outputs = [nbformat.v4.new_output("error", ename="SyntaxError", evalue="expected ':' (3349754240.py, line 1)",
                                              traceback=[])]
     test = nbformat.v4.new_code_cell("check.lstm_flops(lstm_flops)",
                                      metadata={"nbgrader": {"grade_id": "test_lstm_flops", "grade": True, "points": 2}})
@@ -265,12 +267,33 @@ def test_a_failed_test_names_the_first_error_in_the_students_own_cells(tmp_path)
     path = tmp_path / "graded.ipynb"
     nbformat.write(nb, str(path))
     lines = pipeline._cell_errors(path, ["test_lstm_flops"])
-    assert lines == ["test_lstm_flops: NameError: name 'lstm_flops' is not defined (the first error in your own "
-                     "cells: cell 'lstm_flops': SyntaxError: expected ':' (cell, line 1))"]
+    assert lines == ["test_lstm_flops: NameError: name 'lstm_flops' is not defined (the error in your own cells it "
+                     "follows from: cell 'lstm_flops': SyntaxError: expected ':' (line 1 of the cell))"]
     answer.outputs = []
     nbformat.write(nb, str(path))
     assert pipeline._cell_errors(path, ["test_lstm_flops"]) == ["test_lstm_flops: NameError: name 'lstm_flops' "
                                                                 "is not defined"]
+    # two unanswered questions: each test's NameError names its own question's cell, not the first that raised
+    first = nbformat.v4.new_code_cell("# YOUR CODE HERE\nraise NotImplementedError()",
+                                      metadata={"nbgrader": {"grade_id": "fps_answer", "solution": True}})
+    second = nbformat.v4.new_code_cell("# ENERGY_RATIO = ...\nENERGY_RATIO: float = compute()",
+                                       metadata={"nbgrader": {"grade_id": "energy_ratio", "solution": True}})
+    for cell, ename in ((first, "NotImplementedError"), (second, "NameError")):
+        cell.outputs = [nbformat.v4.new_output("error", ename=ename, evalue="", traceback=[])]
+    test.outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="name 'ENERGY_RATIO' is not defined",
+                                           traceback=[])]
+    nb.cells = [setup, first, second, test]
+    nbformat.write(nb, str(path))
+    assert pipeline._cell_errors(path, ["test_lstm_flops"]) == [
+        "test_lstm_flops: NameError: name 'ENERGY_RATIO' is not defined (the error in your own cells it follows "
+        "from: cell 'energy_ratio': NameError: )"]
+    second.source = "# YOUR CODE HERE\nraise NotImplementedError()"     # unanswered: the nearest own error above
+    second.outputs = [nbformat.v4.new_output("error", ename="NotImplementedError", evalue="", traceback=[])]
+    nbformat.write(nb, str(path))
+    assert pipeline._cell_errors(path, ["test_lstm_flops"]) == [
+        "test_lstm_flops: NameError: name 'ENERGY_RATIO' is not defined (the error in your own cells it follows "
+        "from: cell 'energy_ratio': NotImplementedError: )"]
+    nb.cells = [setup, answer, test]
     # a test failing for its own reason after an unrelated exception keeps its own reason alone
     answer.outputs = [nbformat.v4.new_output("error", ename="NotImplementedError", evalue="", traceback=[])]
     test.outputs = [nbformat.v4.new_output("error", ename="GradingError", evalue="lstm_flops is not implemented yet",

@@ -131,10 +131,14 @@ _IMAGE_DATA = re.compile(r"^data:image/(png|jpe?g|gif|webp|bmp);", re.I)
 
 def _attribute_filter(tag: str, attr: str, value: str) -> str | None:
     """Only images may carry data: URLs (raster images, never SVG, which can script); inputs only as
-    a disabled checkbox."""
+    a disabled checkbox. A link by a relative path (a lab's "Read first" to its lecture,
+    ``../../course/...``) would point nowhere from where the page lies (``feedback/STUDENT/LAB/``):
+    it keeps its text (the lecture's path in the course folder) and loses the link."""
     if attr in ("href", "src"):
         v = re.sub(r"[\x00-\x20]+", "", value).lower()
         if v.startswith("data:") and not (tag == "img" and attr == "src" and _IMAGE_DATA.match(v)):
+            return None
+        if tag == "a" and not re.match(r"#|[a-z][a-z0-9+.-]*:", v):
             return None
     if tag == "input" and attr == "type" and value != "checkbox":
         return None

@@ -32,6 +32,7 @@ import json
 import multiprocessing
 import os
 import queue
+import re
 import secrets
 import shutil
 import signal
@@ -233,38 +234,55 @@ def load_secret(root: Path | None, explicit: str | None = None, echo: Callable[[
     return path.read_text().strip()
 
 
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+_CELL_FILE = re.compile(r"\((?:\d+|<[^>]*>)\.py, line (\d+)\)")       # IPython's name for a cell's code
+
+
+def _defines(source: str, name: str) -> bool:
+    """Whether a cell's source binds ``name`` at its top level (read as text: it may not parse)."""
+    return re.search(rf"^(?:def|class)\s+{name}\b|^{name}\s*(?::[^=\n]*)?=(?!=)", source, re.M) is not None
+
+
 def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
-    """One line per graded cell that failed (its whole reason), and per cell that timed out. When
-    a cell of the student's own (a solution cell, or one they added) raised first, a graded cell's
-    failure that may follow from it names that first error too: a syntax error, not the NameError it
-    leads to, is the mistake to fix. Only a NameError (a name the failed cell never defined), or any
-    failure after a syntax error, is taken to follow; a test failing for its own reason keeps it."""
+    """One line per graded cell that failed (its whole reason), and per cell that timed out. When a
+    graded cell's failure may follow from an error in a cell of the student's own (a solution cell, or
+    one they added), it names that error too: for a NameError, the own cell that should have defined
+    the name and raised (by its text, else the nearest own cell above that raised: an unanswered
+    question's); after a syntax error in an own cell, that syntax error (not the errors it leads to). A test failing for its own reason keeps it. IPython's file name for a cell reads as the
+    cell's line."""
     try:
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:  # noqa: BLE001
         return []
     graded = set(graded)
-    lines = []
-    first_own, first_syntax = "", False
+    lines: list[str] = []
+    own_errors: list[tuple[str, str]] = []        # (what to say, the cell's source) of each own cell that raised
+    first_syntax = ""
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         nbg = cell.get("metadata", {}).get("nbgrader", {})
         gid = nbg.get("grade_id", f"cell {index}")
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                reason = " / ".join(ln.strip() for ln in (out.get("evalue") or "").splitlines() if ln.strip())
-                if out.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):   # nbgrader interrupts at the limit
-                    lines.append(f"cell '{gid}' timed out (interrupted at the per-cell limit)")
-                elif gid in graded:
-                    follows = first_own and (out.get("ename") == "NameError" or first_syntax)
-                    cause = f" (the first error in your own cells: {first_own})" if follows else ""
-                    lines.append(f"{gid}: {out.get('ename')}: {reason[:400]}{cause}")
-                elif not nbg.get("locked") and not first_own:
-                    where = f"cell '{gid}'" if nbg.get("grade_id") else f"cell {index + 1}"
-                    first_own = f"{where}: {out.get('ename')}: {reason[:200]}"
-                    first_syntax = out.get("ename") in ("SyntaxError", "IndentationError", "TabError")
-                break
+            if out.get("output_type") != "error":
+                continue
+            evalue = _CELL_FILE.sub(r"(line \1 of the cell)", out.get("evalue") or "")
+            reason = " / ".join(ln.strip() for ln in evalue.splitlines() if ln.strip())
+            if out.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):   # nbgrader interrupts at the limit
+                lines.append(f"cell '{gid}' timed out (interrupted at the per-cell limit)")
+            elif gid in graded:
+                missing = _UNDEFINED.search(evalue) if out.get("ename") == "NameError" else None
+                defining = [said for said, source in own_errors if missing and _defines(source, missing.group(1))]
+                cause = first_syntax or (defining or [said for said, _ in own_errors[-1:] if missing] or [""])[-1]
+                lines.append(f"{gid}: {out.get('ename')}: {reason[:400]}"
+                             + (f" (the error in your own cells it follows from: {cause})" if cause else ""))
+            elif not nbg.get("locked"):
+                where = f"cell '{gid}'" if nbg.get("grade_id") else f"cell {index + 1}"
+                said = f"{where}: {out.get('ename')}: {reason[:200]}"
+                own_errors.append((said, cell.source))
+                if not first_syntax and out.get("ename") in ("SyntaxError", "IndentationError", "TabError"):
+                    first_syntax = said
+            break
     return lines
 
 

@@ -47,10 +47,11 @@ _QUOTED = re.compile(r"(?<![A-Za-z0-9])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"")
 def reason_key(text: str) -> str:
     """A failure message with its numbers, arrays and quoted values taken out, so the same mistake
     made on different cases reads the same: "your FLOPs is 4, expected 8: off by a factor of 2"
-    -> "your FLOPs is N, expected N: off by a factor of N"."""
+    -> "your FLOPs is …, expected …: off by a factor of …" (an ellipsis, not a letter that a message
+    may use as a name: "lstm_flops(T=…, N=…, D=…)")."""
     text = _ARRAY.sub("[…]", text)
     text = _QUOTED.sub("'…'", text)
-    text = _NUMBER.sub("N", text)
+    text = _NUMBER.sub("…", text)
     return re.sub(r"\s+", " ", text).strip()[:300]
 
 
@@ -143,6 +144,7 @@ def _histogram(stats: LabStats, *, raw: bool = False) -> Any:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     xs = stats.scores()
@@ -155,6 +157,7 @@ def _histogram(stats: LabStats, *, raw: bool = False) -> Any:
         ax.legend(frameon=False)
     ax.set_xlabel(f"score (of {stats.max_score:g})")
     ax.set_ylabel("students")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))          # students come whole
     ax.set_title(f"{stats.lab}: scores of {len(xs)} graded student(s)")
     return _png_bytes(fig) if raw else _png(fig)
 
@@ -253,7 +256,7 @@ def _lab_section(stats: LabStats) -> str:
     if secs:
         parts.append("<h3>Grading time</h3>")
         parts.append(f"<p>{statistics.median(secs):.1f} s per student (median), {max(secs):.1f} s at most, "
-                     f"{sum(secs):.0f} s in all.</p><img alt='grading time per student' src='{_times(stats)}'>")
+                     f"{sum(secs):.0f} s summed over the students (graded side by side, the run itself took less).</p><img alt='grading time per student' src='{_times(stats)}'>")
     return "\n".join(parts)
 
 
