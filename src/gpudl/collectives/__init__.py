@@ -16,11 +16,11 @@ order:
 ``worker``         what runs in a worker process, and the zygote that forks them
 ``measure``        timing collectives and training steps across ranks (the same calls on every rank)
 """
+import importlib
+
 from .cost import (COLLECTIVES, LECTURE_EXAMPLE, NVLINK_BANDWIDTH, SCALING_TABLE, ScalingRun, algorithm_bandwidth,
                    gpu_hours, images_per_second, nvlink_bandwidth, ring_broadcast_schedule, scaling_rows,
                    tree_all_reduce_time)
-import importlib
-
 from .launch import LaunchError, WorkerError, WorkerTimeout, default_backend, launch, shutdown, worker_device
 
 # ``data_parallel``'s and ``ring``'s names import torch: they are imported when first asked for (PEP 562),
