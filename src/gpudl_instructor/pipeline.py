@@ -248,8 +248,8 @@ def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
     graded cell's failure may follow from an error in a cell of the student's own (a solution cell, or
     one they added), it names that error too: for a NameError, the own cell that should have defined
     the name and raised (by its text, else the nearest own cell above that raised: an unanswered
-    question's); after a syntax error in an own cell, that syntax error (not the errors it leads to). A test failing for its own reason keeps it. IPython's file name for a cell reads as the
-    cell's line."""
+    question's); after a syntax error in an own cell, that syntax error (not the errors it leads to).
+    A test failing for its own reason keeps it. IPython's file name for a cell reads as the cell's line."""
     try:
         nb = nbformat.read(str(nb_path), as_version=4)
     except Exception:  # noqa: BLE001
@@ -272,8 +272,10 @@ def _cell_errors(nb_path: Path, graded: Iterable[str]) -> list[str]:
                 lines.append(f"cell '{gid}' timed out (interrupted at the per-cell limit)")
             elif gid in graded:
                 missing = _UNDEFINED.search(evalue) if out.get("ename") == "NameError" else None
-                defining = [said for said, source in own_errors if missing and _defines(source, missing.group(1))]
-                cause = first_syntax or (defining or [said for said, _ in own_errors[-1:] if missing] or [""])[-1]
+                cause = first_syntax
+                if missing and not cause and own_errors:
+                    named = [said for said, source in own_errors if _defines(source, missing.group(1))]
+                    cause = named[-1] if named else own_errors[-1][0]
                 lines.append(f"{gid}: {out.get('ename')}: {reason[:400]}"
                              + (f" (the error in your own cells it follows from: {cause})" if cause else ""))
             elif not nbg.get("locked"):

@@ -256,7 +256,8 @@ def _lab_section(stats: LabStats) -> str:
     if secs:
         parts.append("<h3>Grading time</h3>")
         parts.append(f"<p>{statistics.median(secs):.1f} s per student (median), {max(secs):.1f} s at most, "
-                     f"{sum(secs):.0f} s summed over the students (graded side by side, the run itself took less).</p><img alt='grading time per student' src='{_times(stats)}'>")
+                     f"{sum(secs):.0f} s summed over the students (graded side by side, the run itself took "
+                     f"less).</p><img alt='grading time per student' src='{_times(stats)}'>")
     return "\n".join(parts)
 
 
