@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import types
 import warnings
 from dataclasses import asdict, dataclass
@@ -370,8 +371,6 @@ class _Screen:
     """One check's screen for the student's function at argument ``index`` (see above)."""
 
     def __init__(self, check: Callable, args: list, kwargs: dict, index: int, scratch: Path):
-        import time
-
         self.check, self.args, self.kwargs, self.index = check, args, kwargs, index
         self.verdicts: dict[Any, bool] = {}              # exception type, or _UNCHANGED -> its probe fails the check
         self.calls: list[tuple[bytes, bool]] = []
@@ -605,6 +604,14 @@ def _hunt_in_process(lab: str, root: Path) -> list[Finding]:
     return [Finding(**f) for f in json.loads(res.stdout.strip().splitlines()[-1])]
 
 
+def _kept(store: Path) -> dict:
+    """What the cache holds for one lab ({} when nothing readable)."""
+    try:
+        return json.loads(store.read_text()) if store.is_file() else {}
+    except ValueError:
+        return {}
+
+
 def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: bool = True,
          jobs: int | None = None, progress: Callable[[str], None] | None = None) -> list[Finding]:
     """The hunt over ``labs`` (default: every lab), each in a fresh process, cached by content.
@@ -613,7 +620,8 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
     cache kept from their last hunt, else the later labs first (their checks are heavier; lab 10's
     start processes for every candidate). ``progress`` gets a line as each lab ends."""
     import concurrent.futures as cf
-    import time
+
+    from gpudl.collectives.worker import write_atomic
 
     from .course import lab_named, lab_names, repo_root
 
@@ -627,16 +635,10 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
     todo: list[tuple[str, str, Path]] = []
     took: dict[str, float] = {}         # seconds of the last hunt, kept even when the sources changed since
 
-    def kept(store: Path) -> dict:
-        try:
-            return json.loads(store.read_text()) if store.is_file() else {}
-        except ValueError:
-            return {}
-
     for lab in labs:
         key = _digest(lab, root)
         store = store_dir / f"{lab}.json"
-        last = kept(store)
+        last = _kept(store)
         if cache and last.get("key") == key:
             found[lab] = [Finding(**f) for f in last["findings"]]
             continue
@@ -652,7 +654,7 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
             return []
         with _locked(store.with_suffix(".lock")) if cache else contextlib.nullcontext():
             started.set()
-            last = kept(store)
+            last = _kept(store)
             if cache and last.get("key") == key:        # another process hunted it while this one waited
                 return [Finding(**f) for f in last["findings"]]
             began = time.monotonic()
@@ -663,10 +665,8 @@ def hunt(labs: Sequence[str] | None = None, root: Path | None = None, *, cache: 
                 raise
             seconds = time.monotonic() - began
             if cache:
-                tmp = store.with_suffix(".tmp")
-                tmp.write_text(json.dumps({"key": key, "seconds": round(seconds, 1),
-                                           "findings": [asdict(f) for f in result]}))
-                tmp.replace(store)
+                write_atomic(str(store), json.dumps({"key": key, "seconds": round(seconds, 1),
+                                                     "findings": [asdict(f) for f in result]}).encode())
         if progress is not None:
             progress(f"hunt: {lab}: {report(result) if result else 'no answer'} ({seconds:.0f} s)")
         return result
